@@ -1,0 +1,51 @@
+"""boopiter_ext: SolveIt-style prompt cells in any Jupyter kernel, answered by local models.
+
+    %load_ext boopiter_ext
+    %%prompt
+    Why does the loop above print the same value twice?
+
+Also loads from `c.InteractiveShellApp.extensions = ['boopiter_ext']`. Loading registers `%%prompt`
+and `%boop`, starts recording cells for the context, and imports nothing heavy: requests, litellm and
+the embedded model are imported on first use (litellm warms up on a background thread).
+"""
+
+__version__ = '0.1.0'
+__all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics', 'OllamaClient',
+           'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells', 'load_settings', 'Reply', 'pump',
+           'BoopError']
+
+import importlib, os
+from .errors import BoopError
+
+_LAZY = dict(BoopMagics='.magics', OllamaClient='.ollama', Router='.models', LocalModel='.local', Cell='.context',
+             build_context='.context', order_cells='.context', load_settings='.settings', Reply='.stream',
+             pump='.stream')
+_COST_MAP = 'LITELLM_LOCAL_MODEL_COST_MAP'
+
+
+def __getattr__(name):
+    if name not in _LAZY: raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    return getattr(importlib.import_module(_LAZY[name], __name__), name)
+
+def __dir__(): return sorted(__all__)
+
+
+def load_ipython_extension(ip):
+    "Register `%%prompt` and `%boop`, and start recording cells."
+    from .magics import BoopMagics
+    magics = BoopMagics(shell=ip)
+    magics.set_cost_map = _COST_MAP not in os.environ
+    if magics.set_cost_map: os.environ[_COST_MAP] = 'True'  # litellm would otherwise download a price map at import
+    ip.register_magics(magics)
+    magics.start()
+
+
+def unload_ipython_extension(ip):
+    "Remove every magic, hook and callback `load_ipython_extension` added."
+    magics = ip.magics_manager.registry.pop('BoopMagics', None)
+    if magics is None: return
+    for kind,name in (('cell', 'prompt'), ('line', 'boop')):
+        if getattr(ip.magics_manager.magics[kind].get(name), '__self__', None) is magics: del ip.magics_manager.magics[kind][name]
+    if magics in ip.configurables: ip.configurables.remove(magics)
+    magics.stop()
+    if magics.set_cost_map: os.environ.pop(_COST_MAP, None)

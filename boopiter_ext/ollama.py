@@ -1,0 +1,187 @@
+"""A small, fast Ollama client: streaming `/api/chat` over one `requests.Session` per kernel.
+
+    client = OllamaClient('127.0.0.1:11434', timeout=120)
+    for kind, text in client.chat('qwen3:1.7b', [mk_msg('hi')], num_ctx=8192): ...
+
+It reads the NDJSON stream directly (litellm's `ollama_chat` costs about 150x more per chunk), so
+`keep_alive`, `options.num_ctx`, `options.num_predict` and `think` reach Ollama as given. This is the
+only module that catches `requests` exceptions; it re-raises them as `errors.OllamaError` and
+friends, with messages that say where it looked and what to do.
+"""
+
+__all__ = ['OllamaClient', 'keep_alive_value', 'think_value']
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+import requests
+from urllib3.exceptions import ReadTimeoutError
+from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken, ReplyStalled
+from .messages import msg_text, msg_images
+from .models import ollama_name
+from .settings import ollama_url, public_url
+
+_LEVELS = dict(l='low', m='medium', h='high')
+
+
+
+
+
+
+
+
+def keep_alive_value(s)->int|str|None:
+    "Ollama's `keep_alive` from a setting: minutes as a number (`5` -> '5m', `0` -> 0, `-1` -> -1), or a duration."
+    s = str(s).strip() if s is not None else ''
+    if not s: return None
+    try: mins = float(s)
+    except ValueError: return s
+    return int(mins) if mins <= 0 else f'{mins:g}m'
+
+
+def think_value(
+    effort:str,       # 'l', 'm', 'h', 'off', or '' for the model's default
+    info:dict=None,   # The model's /api/show answer, if known
+)->bool|str|None:
+    "Ollama's `think` field: a level where the model lists levels, else true/false; None sends nothing."
+    effort = (effort or '').strip().lower()
+    if not effort: return None
+    if effort in ('off', 'false', 'no'): return False
+    levels = [v for v in ((info or {}).get('thinking') or {}).get('values', []) if isinstance(v, str)]
+    level = _LEVELS.get(effort[0])
+    return level if level in levels else True
+
+
+def _ollama_msg(m):
+    d = dict(role=m['role'], content=msg_text(m))
+    if (imgs := msg_images(m)): d['images'] = imgs
+    return d
+
+
+def _read_timeout(e):
+    while e is not None:
+        if isinstance(e, (ReadTimeoutError, requests.ReadTimeout)): return True
+        e = e.args[0] if e.args and isinstance(e.args[0], BaseException) else e.__context__
+    return False
+
+
+class OllamaClient:
+    "One Ollama server, one HTTP session: streaming chat, listing, and model info."
+    def __init__(self,
+                 host:str='',                 # `host:port` or URL; empty means 127.0.0.1:11434
+                 timeout:float=300.0,         # Seconds to wait for the next token
+                 connect_timeout:float=5.0,   # Seconds to wait for a connection
+                 source:str='default'):       # Where the host setting came from, for error messages
+        self.url, self.timeout, self.connect_timeout, self.source = ollama_url(host), timeout, connect_timeout, source
+        self.session = requests.Session()
+        self._info = {}
+
+    @property
+    def where(self)->str: return public_url(self.url)
+
+    def close(self): self.session.close()
+
+    @contextmanager
+    def _errors(self, model=None, streaming=False):
+        "Translate `requests` failures into boopiter errors, once, here."
+        try: yield
+        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as e:
+            if streaming and _read_timeout(e): raise self._stalled(model) from e
+            if streaming: raise ReplyBroken(f'The connection to Ollama at {self.where} dropped in the middle of the '
+                                            'reply.', host=self.where, model=model) from e
+            raise OllamaUnreachable(
+                f'Ollama is not reachable at {self.where} (host from {self.source}). Start it with `ollama serve` '
+                '(or open the Ollama app), or point boopiter elsewhere: OLLAMA_HOST, `host = ...` in settings.ini, '
+                'or `%%prompt -m` another model.', host=self.where) from e
+        except requests.Timeout as e:
+            if streaming or isinstance(e, requests.ReadTimeout): raise self._stalled(model) from e
+            raise OllamaUnreachable(f'Ollama at {self.where} did not accept a connection within '
+                                    f'{self.connect_timeout:g} s.', host=self.where) from e
+        except requests.RequestException as e:
+            raise OllamaError(f'Talking to Ollama at {self.where} failed: {e}', host=self.where) from e
+
+    def _stalled(self, model):
+        return ReplyStalled(f'No token from {model} for {self.timeout:g} s, so boopiter stopped waiting. If the model '
+                            'is just slow to load, raise `timeout` (settings.ini, or `%config BoopMagics.timeout = 600`).',
+                            model=model, timeout=self.timeout)
+
+    def _get(self, path, **kw):
+        with self._errors():
+            r = self.session.request('POST' if 'json' in kw else 'GET', self.url + path,
+                                     timeout=(self.connect_timeout, min(self.timeout, 30)), **kw)
+        if r.status_code != 200: raise self._http_error(r, kw.get('json', {}).get('model'))
+        return r.json()
+
+    def _http_error(self, r, model=None):
+        try: msg = r.json().get('error') or r.text
+        except ValueError: msg = r.text
+        msg = (msg or r.reason or '').strip()[:1000]
+        if r.status_code == 404 and model:
+            try: names = ', '.join(self.tags_names()[:8]) or 'none'
+            except OllamaError: names = 'unknown'
+            return OllamaModelNotFound(f'Ollama at {self.where} does not have the model {model!r}. Pull it with '
+                                       f'`ollama pull {model}`, or pick one it has ({names}).',
+                                       host=self.where, model=model, status=404)
+        return OllamaError(f'Ollama at {self.where} answered HTTP {r.status_code}: {msg}', host=self.where,
+                           model=model, status=r.status_code, body=msg)
+
+    def tags(self)->list:
+        "Every model on the server (`/api/tags`), sorted by name."
+        return sorted(self._get('/api/tags').get('models', []), key=lambda m: m.get('name', ''))
+
+    def tags_names(self)->list: return [m['name'] for m in self.tags()]
+
+    def show(self, name:str)->dict:
+        "The model's `/api/show` answer, cached for this client (failures are not cached)."
+        if name not in self._info: self._info[name] = self._get('/api/show', json=dict(model=name))
+        return self._info[name]
+
+    def model_info(self, name:str)->dict:
+        "`capabilities` and `context_length` (None when unknown) of a model."
+        info = self.show(name)
+        ctx = next((v for k,v in info.get('model_info', {}).items() if k.endswith('.context_length')), None)
+        return dict(capabilities=info.get('capabilities', []), context_length=ctx, thinking=info.get('thinking'))
+
+    def model_infos(self, names:list, workers:int=8)->dict:
+        "`model_info` for many models, probed in parallel."
+        with ThreadPoolExecutor(min(workers, max(len(names), 1))) as ex: return dict(zip(names, ex.map(self.model_info, names)))
+
+    def chat(self,
+             model:str,                # Ollama name or `ollama_chat/NAME`
+             messages:list,            # Messages in `messages.mk_msg` form
+             think=None,               # Ollama's `think` field (see `think_value`); None sends nothing
+             keep_alive=None,          # Ollama's `keep_alive` (see `keep_alive_value`); None sends nothing
+             num_ctx:int=None,         # Context window to load the model with
+             max_tokens:int=None):     # Longest reply (`num_predict`)
+        "Stream a reply as ('content'|'thinking', text) events, then ('done', info)."
+        name = ollama_name(model)
+        body = dict(model=name, messages=[_ollama_msg(m) for m in messages], stream=True)
+        opts = {k: v for k,v in dict(num_ctx=num_ctx, num_predict=max_tokens).items() if v}
+        if opts: body['options'] = opts
+        if keep_alive is not None: body['keep_alive'] = keep_alive
+        if think is not None: body['think'] = think
+        with self._errors(name):
+            r = self.session.post(self.url + '/api/chat', json=body, stream=True,
+                                  timeout=(self.connect_timeout, self.timeout))
+        done = False
+        with r:  # leaving this block early closes the connection; a stream read to its end keeps it for reuse
+            if r.status_code != 200: raise self._http_error(r, name)
+            with self._errors(name, streaming=True):
+                for line in r.iter_lines(chunk_size=8192):
+                    if not line: continue
+                    try: d = json.loads(line)
+                    except ValueError: raise OllamaError(f'Ollama at {self.where} sent a line that is not JSON: '
+                                                         f'{line[:80]!r}', host=self.where, model=name) from None
+                    if (m := d.get('message')) is not None:
+                        if (t := m.get('thinking')): yield 'thinking', t
+                        if (c := m.get('content')): yield 'content', c
+                    elif 'error' in d:
+                        raise OllamaError(f'Ollama reported an error in the middle of the reply: {d["error"]}',
+                                          host=self.where, model=name)
+                    if d.get('done'):
+                        done = True
+                        yield 'done', dict(finish_reason=d.get('done_reason'), prompt_tokens=d.get('prompt_eval_count'),
+                                           completion_tokens=d.get('eval_count'))
+        if not done:
+            raise ReplyBroken(f'The stream from Ollama at {self.where} ended before the reply was done.',
+                              host=self.where, model=name)

@@ -1,0 +1,148 @@
+"""Settings: one table of keys, and one function that decides which value wins.
+
+Precedence, highest first (`load_settings`):
+
+1. a `%%prompt` option (`-m qwen3`, `--think h`) for that cell only;
+2. the notebook's binding (the model picked for this notebook);
+3. `%config BoopMagics.timeout = 90` run in this kernel after loading;
+4. the project's `settings.ini`: the nearest one with a `[boopiter]` section, walking up from the notebook's folder;
+5. the user's `~/.config/boopiter/settings.ini` (`$XDG_CONFIG_HOME` is honoured);
+6. kernel configuration present at load: `c.BoopMagics.model = 'qwen3'` in `ipython_config.py`;
+7. the environment: `OLLAMA_HOST` for `host`;
+8. the built-in default.
+
+So a project's file beats a user's machine-wide defaults, and what you type in the notebook beats both.
+
+    [boopiter]
+    model = qwen2.5-coder:7b
+    timeout = 120
+
+API keys are never read from a settings file or a notebook: they come from the environment only
+(`OPENAI_API_KEY`, ...), so no secret can land in a saved `.ipynb` or a committed `settings.ini`.
+"""
+
+__all__ = ['SETTINGS', 'DEFAULTS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini',
+           'user_ini', 'ollama_url', 'public_url']
+
+import configparser, os, re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+SETTINGS = dict(  # key: (type, default, help)
+    model=(str, '', "Model id: an Ollama name, `ollama_chat/NAME`, `local/smollm2-135m` or any litellm id. "
+                    "Empty: the first model Ollama lists, else the embedded local model."),
+    host=(str, '', "Ollama server, e.g. `127.0.0.1:11434`. Empty: `OLLAMA_HOST`, else http://127.0.0.1:11434."),
+    api_base=(str, '', "Base URL for litellm ids that need one, e.g. `http://127.0.0.1:8080/v1` for `openai/NAME`."),
+    timeout=(float, 300.0, "Seconds to wait for the next token (the first one includes model load time)."),
+    context_size=(int, 0, "Context window in tokens (Ollama's `num_ctx`). 0: sized to the prompt, capped by the model."),
+    keep_alive=(str, '', "How long Ollama keeps the model loaded: minutes (`5`, `-1` = forever) or a duration "
+                         "(`30s`). Empty: Ollama's default."),
+    max_tokens=(int, 0, "Longest reply in tokens. 0: the model's own limit."),
+    think=(str, '', "Reasoning effort for thinking models: `l`, `m`, `h` or `off`. Empty: the model's default."),
+    clip=(int, 4000, "Characters kept from each cell output; the middle of longer outputs is cut, with a marker."),
+    system_prompt=(str, '', "Extra instructions appended to the built-in system prompt."),
+)
+DEFAULTS = {k: d for k,(t,d,h) in SETTINGS.items()}
+_SECRET = re.compile(r'key|token|secret|password', re.I)
+
+
+class Settings(dict):
+    "Resolved settings: a dict of values; `source[key]` names the layer each value came from; `warnings` lists problems."
+    def __init__(self, values, source, warnings=()):
+        super().__init__(values)
+        self.source, self.warnings = source, list(warnings)
+
+
+def _convert(key, value):
+    typ = SETTINGS[key][0]
+    return value.strip() if typ is str else typ(value)
+
+
+def read_ini(
+    path:Path,  # A settings.ini file
+)->tuple:       # (values, warnings): typed values of its `[boopiter]` section, and what was ignored
+    "Read the `[boopiter]` section of `path`; unknown keys, secrets and bad values become warnings."
+    cp = configparser.ConfigParser(default_section='__none__', interpolation=None)
+    try: cp.read(path, encoding='utf-8')
+    except configparser.Error as e: return {}, [f'{path}: unreadable ({e.__class__.__name__}); ignored']
+    if not cp.has_section('boopiter'): return {}, []
+    values, warnings = {}, []
+    for k,v in cp.items('boopiter'):
+        if k in SETTINGS:
+            try: values[k] = _convert(k, v)
+            except ValueError: warnings.append(f'{path}: `{k} = {v}` is not a {SETTINGS[k][0].__name__}; ignored')
+        elif _SECRET.search(k): warnings.append(f'{path}: `{k}` ignored: API keys come from the environment only')
+        else: warnings.append(f'{path}: unknown setting `{k}` ignored; known: {", ".join(SETTINGS)}')
+    return values, warnings
+
+
+def _has_section(path):
+    try: return path.is_file() and re.search(r'(?m)^\s*\[boopiter\]', path.read_text(encoding='utf-8')) is not None
+    except (OSError, UnicodeDecodeError): return False
+
+
+def project_ini(
+    start:Path=None,  # Folder to start from: the notebook's, else the working directory
+)->Path|None:         # Nearest settings.ini with a [boopiter] section, if any
+    "Walk up from `start` to the nearest `settings.ini` that has a `[boopiter]` section."
+    start = Path(start or os.getcwd()).resolve()
+    return next((p/'settings.ini' for p in [start, *start.parents] if _has_section(p/'settings.ini')), None)
+
+
+def user_ini(environ=None)->Path:
+    "The user's settings file: `$XDG_CONFIG_HOME/boopiter/settings.ini`, by default under `~/.config`."
+    environ = os.environ if environ is None else environ
+    return Path(environ.get('XDG_CONFIG_HOME') or Path.home()/'.config')/'boopiter'/'settings.ini'
+
+
+def resolve_settings(
+    *layers,  # (name, values) pairs, highest precedence first; None and '' mean "not set here"
+)->Settings:
+    "Merge `layers`: for each key the first layer that sets it wins."
+    values, source = {}, {}
+    for name,layer in layers:
+        for k,v in (layer or {}).items():
+            if k in SETTINGS and k not in values and v is not None and v != '': values[k], source[k] = v, name
+    return Settings({k: values.get(k, DEFAULTS[k]) for k in SETTINGS}, {k: source.get(k, 'default') for k in SETTINGS})
+
+
+def load_settings(
+    cell:dict=None,     # Options given to this `%%prompt` cell
+    binding:dict=None,  # The notebook's saved binding
+    runtime:dict=None,  # Values set with `%config` after loading
+    config:dict=None,   # Values configured when the extension loaded (`c.BoopMagics.x` in ipython_config.py)
+    start:Path=None,    # Folder to look for a project settings.ini from
+    environ:dict=None,  # Environment (default `os.environ`)
+)->Settings:
+    "Resolve every setting by the documented precedence, remembering where each value came from."
+    environ = os.environ if environ is None else environ
+    proj, user = project_ini(start), user_ini(environ)
+    pvals, pwarn = read_ini(proj) if proj else ({}, [])
+    uvals, uwarn = read_ini(user) if user.is_file() else ({}, [])
+    res = resolve_settings(('cell option', cell), ('notebook binding', binding), ('%config', runtime),
+                           (str(proj), pvals), (str(user), uvals), ('c.BoopMagics', config),
+                           ('OLLAMA_HOST', dict(host=environ.get('OLLAMA_HOST'))))
+    res.warnings = pwarn + uwarn
+    return res
+
+
+def ollama_url(
+    host:str='',  # `host`, `host:port`, `:port` or a URL; empty means 127.0.0.1:11434
+)->str:           # Base URL with scheme and port, no trailing slash
+    "Normalise an Ollama host the way the official client does: bare `host:port` gets `http://`."
+    host = (host or '').strip()
+    scheme = 'https' if host.startswith('https://') else 'http'
+    parts = urlsplit(host if '://' in host else f'http://{host}')
+    default_port = {'http': 80, 'https': 443}[scheme] if '://' in host else 11434
+    hostname = parts.hostname or '127.0.0.1'
+    if ':' in hostname: hostname = f'[{hostname}]'
+    try: port = parts.port or default_port
+    except ValueError: port = default_port
+    auth = f'{parts.username}:{parts.password}@' if parts.password else f'{parts.username}@' if parts.username else ''
+    return f'{scheme}://{auth}{hostname}:{port}{parts.path.rstrip("/")}'
+
+
+def public_url(url:str)->str:
+    "`url` without any user:password part, safe to show and save."
+    p = urlsplit(url)
+    return p._replace(netloc=p.netloc.rpartition('@')[2]).geturl() if '@' in p.netloc else url

@@ -1,0 +1,120 @@
+"""Turning a model's stream into a reply: answer and reasoning apart, counts, timings, throttled updates.
+
+Every client yields the same small events: `('content', text)`, `('thinking', text)` and, last,
+`('done', info)` where `info` may hold `finish_reason`, `prompt_tokens` and `completion_tokens`.
+
+    reply = Reply('qwen3')
+    pump(client.chat(...), reply, update=view.update)   # view.update(reply) at most every 0.1 s
+    reply.finish('done')
+
+`<think>...</think>` at the start of the content goes to `reply.reasoning`, never to the answer.
+"""
+
+__all__ = ['Reply', 'pump', 'STATUS_NOTES']
+
+from time import monotonic
+
+_OPEN, _CLOSE = '<think>', '</think>'
+STATUS_NOTES = dict(interrupted='interrupted', broken='connection lost', stalled='timed out', error='failed')
+
+
+def _tag_prefix(s, tag):
+    "Length of the longest proper prefix of `tag` that `s` ends with (a tag split across chunks)."
+    return next((n for n in range(min(len(tag)-1, len(s)), 0, -1) if s.endswith(tag[:n])), 0)
+
+
+class Reply:
+    "A reply as it streams: answer and reasoning text, token counts, timings, and how it ended."
+    def __init__(self, model:str, started:float=None):
+        self.model, self.started = model, started or monotonic()
+        self.parts, self.reasoning_parts, self.info = [], [], {}
+        self.first_token_at = self.ended_at = None
+        self.chunks, self.status, self.note = 0, 'streaming', ''
+        self._in_think, self._held = False, ''
+
+    @property
+    def answer(self)->str: return ''.join(self.parts)
+    @property
+    def reasoning(self)->str: return ''.join(self.reasoning_parts)
+
+    def add_content(self, s:str):
+        "Add answer text, routing any `<think>` section to the reasoning."
+        self.chunks += 1
+        if self.first_token_at is None: self.first_token_at = monotonic()
+        if self._held or self._in_think or '<' in s: self._route(self._held + s)
+        else: self.parts.append(s)
+
+    def add_thinking(self, s:str):
+        "Add reasoning text the server sent apart from the answer."
+        self.chunks += 1
+        if self.first_token_at is None: self.first_token_at = monotonic()
+        self.reasoning_parts.append(s)
+
+    def _route(self, s):
+        self._held = ''
+        while s:
+            if self._in_think:
+                i = s.find(_CLOSE)
+                if i < 0:
+                    n = _tag_prefix(s, _CLOSE)
+                    self.reasoning_parts.append(s[:len(s)-n])
+                    self._held = s[len(s)-n:]
+                    return
+                self.reasoning_parts.append(s[:i])
+                self._in_think, s = False, s[i+len(_CLOSE):].lstrip('\n')
+                continue
+            if self.answer.strip():  # `<think>` only opens reasoning before any answer text
+                self.parts.append(s)
+                return
+            i = s.find(_OPEN)
+            if i >= 0 and not s[:i].strip():
+                self._in_think, s = True, s[i+len(_OPEN):]
+                continue
+            n = _tag_prefix(s, _OPEN)
+            if n and s[:len(s)-n].strip(): n = 0
+            self.parts.append(s[:len(s)-n])
+            self._held = s[len(s)-n:]
+            return
+
+    def finish(self, status:str='done', info:dict=None):
+        "Close the reply; an unclosed `<think>` with no answer is shown as the answer rather than lost."
+        if info: self.info.update(info)
+        if self._held: (self.reasoning_parts if self._in_think else self.parts).append(self._held)
+        self._held = ''
+        if self._in_think and not self.answer.strip() and status == 'done':
+            self.parts, self.reasoning_parts = [self.reasoning], []
+            self.note = 'the model opened <think> and never closed it; its reasoning is shown as the answer'
+        self._in_think = False
+        self.status, self.ended_at = status, monotonic()
+
+    @property
+    def completion_tokens(self)->int: return self.info.get('completion_tokens') or self.chunks
+    @property
+    def ttft(self)->float|None: return None if self.first_token_at is None else self.first_token_at - self.started
+
+    @property
+    def tokens_per_s(self)->float|None:
+        if self.first_token_at is None or self.ended_at is None: return None
+        dt = self.ended_at - self.first_token_at
+        return self.completion_tokens / dt if dt > 0 else None
+
+
+def pump(
+    events,              # Iterable of (kind, value) events from a client
+    reply:Reply,         # Reply to feed
+    update=None,         # Called as `update(reply)` on the first token, then at most every `interval` seconds
+    interval:float=0.1,  # Seconds between updates (10 per second keeps Jupyter's rate limiter happy)
+)->Reply:
+    "Feed every event into `reply`, throttling `update` calls; the caller sends the final update."
+    next_at = 0.0
+    add_content, add_thinking = reply.add_content, reply.add_thinking
+    for kind,val in events:
+        if kind == 'content': add_content(val)
+        elif kind == 'thinking': add_thinking(val)
+        else:
+            reply.info.update(val)
+            continue
+        if update is not None and (now := monotonic()) >= next_at:
+            update(reply)
+            next_at = now + interval
+    return reply

