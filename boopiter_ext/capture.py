@@ -17,6 +17,7 @@ from .context import Cell, is_prompt
 
 log = logging.getLogger('boopiter_ext')
 _OWN = 'boopiter'  # metadata key of our own reply outputs, recorded by the prompt magic itself
+_KEEP = 500_000    # characters of a cell's stream kept from its start, and from its end
 
 
 def error_output(e:BaseException, frames:int=3)->dict:
@@ -37,17 +38,11 @@ def _quiet(f):
     return wrapper
 
 
-class _Tee:
-    "Stands in for a stream whose `write` cannot be replaced; everything else goes to the stream."
-    def __init__(self, stream, write): self._stream, self.write = stream, write
-    def __getattr__(self, name): return getattr(self._stream, name)
-
-
 class CellRecorder:
     "Records every executed cell of `shell`; `cells()` lists them in execution order, one per cell."
     def __init__(self, shell):
         self.shell, self.current, self._cells, self._teed, self._publish = shell, None, {}, [], None
-        self._result_unhooked = False
+        self._result_unhooked, self._active = False, True
 
     def register(self):
         "Start recording: event callbacks, display hooks, and the cells that ran before loading."
@@ -69,9 +64,10 @@ class CellRecorder:
             try: self.shell.events.unregister(ev, cb)
             except ValueError: pass
         pub, hook = self.shell.display_pub, getattr(self.shell, 'displayhook', None)
+        self._active = False
         if self._publish is not None:
+            # if something wrapped us since, we stay in its chain, passing displays through untouched
             if pub.__dict__.get('publish') == self._wrapped_publish: del pub.publish
-            self._publish = None
         elif hasattr(pub, 'unregister_hook'): pub.unregister_hook(self.on_display_msg)
         if hasattr(hook, 'unregister_hook'): hook.unregister_hook(self.on_result_msg)
 
@@ -125,30 +121,37 @@ class CellRecorder:
         self._cells[key] = cell
 
     def _tee(self):
+        "While a code cell runs, copy what it writes to stdout/stderr into its record."
         for name in ('stdout', 'stderr'):
             stream = getattr(sys, name)
-            write = stream.write
-            def tee(s, write=write, name=name):
+            prev = stream.__dict__.get('write')  # IPython >= 9 wraps `write` the same way around each cell
+            def tee(s, write=stream.write, name=name):
                 n = write(s)
                 if self.current is not None and isinstance(s, str): self._add_stream(name, s)
                 return n
-            try: stream.write = tee  # ipykernel's OutStream takes an instance attribute ...
-            except (AttributeError, TypeError):  # ... a terminal's TextIOWrapper does not: stand in for it
-                setattr(sys, name, _Tee(stream, tee))
-            self._teed.append((name, stream))
+            stream.write = tee
+            self._teed.append((stream, tee, prev))
 
     def _untee(self):
-        for name,stream in self._teed:
-            if isinstance(getattr(sys, name), _Tee): setattr(sys, name, stream)
-            else:
-                try: del stream.write
-                except AttributeError: pass
+        "Put back exactly what `_tee` replaced."
+        for stream,tee,prev in self._teed:
+            if stream.__dict__.get('write') is not tee: continue   # someone wrapped us meanwhile: leave theirs
+            if prev is None: del stream.write
+            else: stream.write = prev
         self._teed = []
 
     def _add_stream(self, name, text):
+        "Append to the cell's stream output: a list of chunks (no quadratic string growth), middle dropped past a bound."
         outs = self.current.outputs
-        if outs and outs[-1].get('output_type') == 'stream' and outs[-1]['name'] == name: outs[-1]['text'] += text
-        else: outs.append(dict(output_type='stream', name=name, text=text))
+        if not (outs and outs[-1].get('output_type') == 'stream' and outs[-1]['name'] == name):
+            outs.append(dict(output_type='stream', name=name, text=[], _chars=0))
+        o = outs[-1]
+        o['text'].append(text)
+        o['_chars'] += len(text)
+        if o['_chars'] > 3 * _KEEP:  # far beyond anything `clip` sends: keep head and tail, amortised O(1)
+            s = ''.join(o['text'])
+            marker = f'\n… [{len(s) - 2*_KEEP:,} characters not kept] …\n'
+            o['text'], o['_chars'] = [s[:_KEEP], marker, s[-_KEEP:]], 2*_KEEP + len(marker)
 
     def _record(self, kind, content):
         "Apply one display message (`display_data`, `update_display_data`, `clear_output`) to the records."
@@ -178,7 +181,8 @@ class CellRecorder:
         return msg
 
     def _wrapped_publish(self, data, metadata=None, *args, **kw):
-        try: self._record('update_display_data' if kw.get('update') else 'display_data',
-                          dict(data=data, metadata=metadata, transient=kw.get('transient')))
-        except Exception: log.exception('boopiter_ext: recording a display failed')
+        if self._active:
+            try: self._record('update_display_data' if kw.get('update') else 'display_data',
+                              dict(data=data, metadata=metadata, transient=kw.get('transient')))
+            except Exception: log.exception('boopiter_ext: recording a display failed')
         return self._publish(data, metadata, *args, **kw)

@@ -13,7 +13,7 @@ first, never the current prompt. The returned ledger says what was sent, clipped
 __all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text',
            'build_context', 'context_window', 'estimate_tokens', 'SYSTEM_PROMPT', 'IMAGE_TOKENS']
 
-import re
+import json, re
 from dataclasses import dataclass, field
 from .messages import mk_msg, image_part
 
@@ -46,7 +46,10 @@ def prompt_text(source:str)->str:
     "The question in a prompt cell: everything after the `%%prompt` line."
     return source.lstrip().partition('\n')[2].strip() if is_prompt(source) else source.strip()
 
-def estimate_tokens(text:str)->int: return len(text) // 4 + 1
+def estimate_tokens(text:str)->int:
+    "A rough token count: ~4 ASCII characters per token, ~1 token per other character (CJK text, emoji)."
+    wide = len(text) - len(text.encode('ascii', 'ignore'))
+    return (len(text) - wide) // 4 + wide + 1
 
 def is_own(cell:Cell)->bool:
     "Whether `cell` only loads or configures boopiter (nothing the model needs to see)."
@@ -57,11 +60,12 @@ def is_own(cell:Cell)->bool:
 def reply_text(cell:Cell)->str|None:
     "The reply a prompt cell shows (its boopiter output's text/plain), or None."
     for o in reversed(cell.outputs):
-        if o.get('metadata', {}).get('boopiter', {}).get('reply'): return _join(o.get('data', {}).get('text/plain', ''))
+        if _meta(o).get('boopiter', {}).get('reply'): return _join((o.get('data') or {}).get('text/plain', ''))
     return None
 
 
-def _join(v): return ''.join(v) if isinstance(v, list) else v or ''
+def _join(v): return ''.join(map(str, v)) if isinstance(v, list) else v if isinstance(v, str) else ''
+def _meta(o): return o.get('metadata') or {}
 
 
 def clip(
@@ -88,10 +92,10 @@ def _stream_text(s):
 def _display_text(data):
     for mime in _TEXT_MIMES:
         if mime not in data: continue
+        if mime == 'application/json': return json.dumps(data[mime], indent=1, ensure_ascii=False, default=str)
         text = _join(data[mime])
         if mime == 'text/plain' and re.fullmatch(r'<[\w.]+ object(?: at 0x[0-9a-f]+)?>', text.strip()): continue
-        if mime == 'text/html': text = re.sub(r'<[^>]+>', ' ', text)
-        return text if isinstance(text, str) else str(text)
+        return re.sub(r'<[^>]+>', ' ', text) if mime == 'text/html' else text
     return None
 
 
@@ -103,7 +107,7 @@ def _output_parts(o, vision):
         tb = _ANSI.sub('', '\n'.join(o.get('traceback') or [])).strip().splitlines()[-12:]
         head = f'{o.get("ename")}: {o.get("evalue")}'
         return '\n'.join(tb) if tb and head in tb[-1] else '\n'.join(tb + [head]), []
-    data = o.get('data', {})
+    data = o.get('data') or {}
     imgs = [(m, _join(data[m])) for m in _IMAGE_MIMES if m in data][:1]
     if imgs:
         if vision: return f'[image: {imgs[0][0]}]', [imgs[0]]
@@ -122,7 +126,7 @@ def cell_text(
     if cell.kind == 'markdown': return f'Markdown note:\n{cell.source.strip()}', [], False
     label = f'In [{cell.exec_count}]' if cell.exec_count else 'Code cell'
     out, imgs, clipped, streams = [], [], False, ''
-    outputs = [o for o in cell.outputs if not o.get('metadata', {}).get('boopiter')]
+    outputs = [o for o in cell.outputs if not _meta(o).get('boopiter')]
     for o in outputs + [{}]:
         if o.get('output_type') == 'stream':
             streams += _join(o.get('text'))
@@ -154,7 +158,8 @@ def order_cells(
     current:Cell=None,  # The prompt cell being run
 )->list:
     "Cells above `current` in notebook order; cells the saved file does not have yet follow, in execution order."
-    executed = [c for c in executed if c is not current]
+    mine = current.cell_id if current is not None else None
+    executed = [c for c in executed if c is not current and not (mine and c.cell_id == mine)]  # a re-run replaces
     if saved is None: return executed
     by_id = {c.cell_id: i for i,c in enumerate(saved) if c.cell_id}
     by_source = {}

@@ -11,6 +11,7 @@
     ├── ReplyStalled                no token arrived for `timeout` seconds (also TimeoutError)
     ├── ReplyInterrupted            the user interrupted the kernel (also KeyboardInterrupt's role)
     ├── NoModel                     nothing configured and nothing reachable (also LookupError)
+    ├── SettingsError               a setting has a value that cannot work (also ValueError)
     └── LocalModelError             the embedded model is missing or failed to start
 
 Each message says what happened and what to do next. In a notebook the error shows as one
@@ -18,7 +19,7 @@ paragraph, never a traceback wall (IPython honours `_render_traceback_`).
 """
 
 __all__ = ['BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaError', 'OllamaUnreachable',
-           'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'NoModel', 'LocalModelError']
+           'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'NoModel', 'SettingsError', 'LocalModelError']
 
 
 class BoopError(Exception):
@@ -39,4 +40,5 @@ class ReplyBroken(BoopError, ConnectionError): "The connection dropped in the mi
 class ReplyStalled(BoopError, TimeoutError): "No token arrived for `timeout` seconds."
 class ReplyInterrupted(BoopError): "The user interrupted the kernel while a reply streamed."
 class NoModel(BoopError, LookupError): "No model is configured and none is reachable."
+class SettingsError(BoopError, ValueError): "A setting has a value that cannot work."
 class LocalModelError(BoopError): "The embedded local model is not installed or failed to start."

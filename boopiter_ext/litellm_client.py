@@ -11,9 +11,9 @@ __all__ = ['LitellmClient', 'import_litellm']
 
 import os, threading
 from .errors import ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable
+from .settings import EFFORTS, public_url
 
 _lock = threading.Lock()
-_EFFORT = dict(l='low', m='medium', h='high')
 
 
 def import_litellm():
@@ -46,14 +46,14 @@ class LitellmClient:
              where:str=None):         # How to name the endpoint in messages
         "Stream a reply as ('content'|'thinking', text) events, then ('done', info)."
         litellm = import_litellm()
-        where = where or api_base or model
+        where = where or (public_url(api_base) if api_base else model)
         import httpx
         kw = dict(model=model, messages=messages, stream=True, num_retries=0, max_retries=0,
                   timeout=httpx.Timeout(timeout, connect=10.0), stream_options={'include_usage': True})
         if api_base: kw['api_base'] = api_base
         if api_key: kw['api_key'] = api_key
         if max_tokens: kw['max_tokens'] = max_tokens
-        if think and think != 'off': kw['reasoning_effort'] = _EFFORT.get(think[0], think)
+        if think and think != 'off': kw['reasoning_effort'] = EFFORTS.get(think[0], think)
         try:
             resp = litellm.completion(**kw)
         except Exception as e: raise _translate(e, model, where) from e
@@ -91,8 +91,9 @@ def _translate(e, model, where, streaming=False):
     if isinstance(e, (litellm.NotFoundError, openai.NotFoundError)) or status == 404:
         return ModelNotFound(f'{where} does not know the model {model!r}: {msg}', model=model, status=404)
     if isinstance(e, (litellm.AuthenticationError, openai.AuthenticationError)):
-        return ModelError(f'{model} refused the credentials: {msg}. API keys come from the environment '
-                          '(e.g. OPENAI_API_KEY), never from the notebook.', model=model, status=status)
+        return ModelError(f'{model} refused the credentials: {msg}. API keys come from the environment only: for a '
+                          'custom `api_base`, name the variable holding the key with `api_key_env` (settings.ini '
+                          'or `%config BoopMagics.api_key_env`).', model=model, status=status)
     return ModelError(f'{model} at {where} failed: {msg}', model=model, status=status)
 
 

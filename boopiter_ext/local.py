@@ -45,25 +45,28 @@ class LocalModel:
     def ensure(self)->str:
         "The server's base URL, starting the server first if it is not running."
         with self._lock:
-            if self.pid is not None: return self.url
+            if self.pid is not None and self.url: return self.url
+            self.stop()   # a server that died, or a start that was interrupted
             if not self.available(): raise LocalModelError(f'The embedded model is not installed: {_INSTALL}')
-            self._start()
+            try: self._start()
+            except BaseException:   # an interrupt while the model loads must not leave a half-started server
+                self.stop()
+                raise
             return self.url
 
     def _start(self):
-        log = tempfile.TemporaryFile()
         cmd = [sys.executable, '-m', 'boopiter_ext.local', str(gguf_path()), str(self.n_ctx)]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
-        ready, _, _ = select.select([self._proc.stdout], [], [], self.start_timeout)
-        line = self._proc.stdout.readline() if ready else b''
-        try: self.url = json.loads(line)['url']
-        except (ValueError, KeyError):
-            self.stop()
-            log.seek(0)
-            why = [line.decode(errors='replace').strip()] + log.read().decode(errors='replace').strip().splitlines()[-4:]
-            raise LocalModelError('The embedded model did not start: ' + (' / '.join(w for w in why if w) or
-                                  f'no answer within {self.start_timeout:g} s') + f'. Reinstall it with: {_INSTALL}')
-        finally: log.close()
+        with tempfile.TemporaryFile() as log:   # the child's stderr, for the message if it fails
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+            ready, _, _ = select.select([self._proc.stdout], [], [], self.start_timeout)
+            line = self._proc.stdout.readline() if ready else b''
+            try: self.url = json.loads(line)['url']
+            except (ValueError, KeyError):
+                self.stop()
+                log.seek(0)
+                why = [line.decode(errors='replace').strip()] + log.read().decode(errors='replace').strip().splitlines()[-4:]
+                raise LocalModelError('The embedded model did not start: ' + (' / '.join(w for w in why if w) or
+                                      f'no answer within {self.start_timeout:g} s') + f'. Reinstall it with: {_INSTALL}')
 
     def stop(self):
         "Stop the server (closing its stdin is enough; it is killed if it lingers)."

@@ -23,7 +23,7 @@ from traitlets import Unicode, Integer, Float, Bool
 from .capture import CellRecorder
 from .context import prompt_text, SYSTEM_PROMPT
 from .errors import BoopError, ReplyBroken, ReplyStalled, ReplyInterrupted
-from .settings import SETTINGS, DEFAULTS, load_settings
+from .settings import SETTINGS, DEFAULTS, load_settings, public_url
 
 log = logging.getLogger('boopiter_ext')
 
@@ -33,12 +33,15 @@ def _trait(key):
     return {str: Unicode, int: Integer, float: Float}[typ](default, help=help).tag(config=True)
 
 
-def _warm_up():
-    "Import litellm off the main thread, so the first non-Ollama prompt does not wait ~4.5 s for it."
+def _warm_up(litellm=True):
+    "Import what the first prompt needs off the main thread: the Markdown parser, and litellm (~4.5 s) unless unneeded."
     try:
-        from . import litellm_client
-        litellm_client.import_litellm()
-    except Exception: log.warning('boopiter_ext: warming up litellm failed; the first prompt will import it', exc_info=True)
+        from . import render
+        render._parser()
+        if litellm:
+            from . import litellm_client
+            litellm_client.import_litellm()
+    except Exception: log.warning('boopiter_ext: warming up failed; the first prompt will do the imports', exc_info=True)
 
 
 @magics_class
@@ -48,24 +51,33 @@ class BoopMagics(Magics):
     Configure with `%config BoopMagics.<name> = value` in a notebook, or `c.BoopMagics.<name> = value`
     in `ipython_config.py` (a default that a project `settings.ini`, section `[boopiter]`, overrides).
     """
-    model, host, api_base, timeout = _trait('model'), _trait('host'), _trait('api_base'), _trait('timeout')
+    model, host, api_base, api_key_env = _trait('model'), _trait('host'), _trait('api_base'), _trait('api_key_env')
+    timeout = _trait('timeout')
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
-    warm_up = Bool(True, help="Import litellm in the background after loading, unless the configured model is "
-                              "served by Ollama directly (which never needs litellm).").tag(config=True)
+    warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
+                              "parser, and litellm unless the configured model is served by Ollama directly (which "
+                              "never needs litellm).").tag(config=True)
 
     def __init__(self, shell=None, **kw):
         super().__init__(shell=shell, **kw)
         self.recorder, self._router, self._warm = CellRecorder(shell), None, None
-        self._at_load = self._setting_values()
+        self._at_load, self._set_since_load = self._setting_values(), set()
+        self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
+
+    def update_config(self, config):
+        "Remember which settings a `%config` named, even one that sets the value a setting already had."
+        if 'BoopMagics' in config: self._set_since_load.update(k for k in config.BoopMagics if k in SETTINGS)
+        super().update_config(config)
 
     # -- lifecycle, mirrored by `stop`
     def start(self):
         "Begin recording cells and, if useful, warm up litellm."
         self.recorder.register()
         atexit.register(self.close_router)
-        if self.warm_up and not self._ollama_only():
-            self._warm = threading.Thread(target=_warm_up, name='boopiter-warm-up', daemon=True)
+        if self.warm_up:
+            self._warm = threading.Thread(target=_warm_up, args=(not self._ollama_only(),), name='boopiter-warm-up',
+                                          daemon=True)
             self._warm.start()
 
     def stop(self):
@@ -87,7 +99,7 @@ class BoopMagics(Magics):
 
     def _ollama_only(self):
         from .models import is_ollama_id
-        model = self.settings()['model']
+        model = self.settings(nb=self.notebook())['model']
         return bool(model) and is_ollama_id(model)
 
     # -- settings
@@ -98,10 +110,9 @@ class BoopMagics(Magics):
 
     def _setting_values(self): return {k: getattr(self, k) for k in SETTINGS}
 
-    def settings(self, cell:dict=None):
-        "Resolved settings for a cell (see `settings.load_settings` for the precedence)."
-        nb, now = self.notebook(), self._setting_values()
-        runtime = {k: v for k,v in now.items() if v != self._at_load[k]}   # `%config` since loading
+    def settings(self, cell:dict=None, nb=None):
+        "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
+        runtime = {k: getattr(self, k) for k in self._set_since_load}   # `%config` since loading
         config = {k: v for k,v in self._at_load.items() if v != DEFAULTS[k]}
         return load_settings(cell=cell, binding=None, runtime=runtime, config=config, start=nb.parent if nb else None)
 
@@ -127,8 +138,9 @@ class BoopMagics(Magics):
         args = parse_argstring(self.prompt, line)
         question = prompt_text('%%prompt\n' + cell)
         if not question: raise UsageError('The prompt is empty: write your question on the lines below `%%prompt`.')
-        settings = self.settings(dict(model=args.model, think=args.think))
-        self._answer(question, settings, with_context=not args.no_context)
+        nb = self.notebook()
+        settings = self.settings(dict(model=args.model, think=args.think), nb)
+        self._answer(question, settings, nb, with_context=not args.no_context)
 
     @line_magic
     def boop(self, line):
@@ -139,7 +151,8 @@ class BoopMagics(Magics):
         return handler(rest.strip())
 
     def _boop_status(self, _):
-        s, nb = self.settings(), self.notebook()
+        nb = self.notebook()
+        s = self.settings(nb=nb)
         try:
             model, note = self.router.resolve(s)
             route, info = self.router.describe(model, s), self.router.model_info(model, s)
@@ -151,34 +164,43 @@ class BoopMagics(Magics):
         rows = dict(model=model_line, endpoint=endpoint, tools='none (0 tools offered)', context=ctx,
                     notebook=str(nb) if nb else 'unknown (cells in execution order; set BOOPITER_NOTEBOOK for headless runs)',
                     cells=f'{len(self.recorder.cells())} recorded')
-        rows.update({k: f'{s[k]} ({s.source[k]})' for k in ('host', 'timeout', 'keep_alive', 'think') if s.source[k] != 'default'})
+        rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')
+                     if s.source[k] != 'default'})
         print('\n'.join(f'{k:<9} {v}' for k,v in rows.items()) + ''.join(f'\nwarning   {w}' for w in s.warnings))
 
     # -- answering
-    def _answer(self, question, settings, with_context=True):
-        from .context import build_context, order_cells, context_window
-        from .notebook import saved_cells
-        from .stream import Reply, pump
-        from .view import ReplyView
+    def _answer(self, question, settings, nb, with_context=True):
+        "Resolve the model, build the context, and stream the reply into this cell."
         router = self.router
         model, note = router.resolve(settings)
         info = router.model_info(model, settings)
         self._check_think(model, settings, info)
-        nb, current = self.notebook(), self.recorder.current
-        cells = order_cells(self.recorder.cells(), saved_cells(nb) if nb else None, current) if with_context else []
+        msgs, ledger = self._context(question, settings, info, nb if with_context else False)
+        self._stream(model, msgs, settings, info, dict(router.describe(model, settings), note=note), ledger)
+
+    def _context(self, question, settings, info, nb):
+        "(messages, ledger): the cells above, budgeted to the model's window, which goes in the ledger; `nb` False: none."
+        from .context import build_context, order_cells, context_window
+        from .notebook import saved_cells
+        cells = [] if nb is False else order_cells(self.recorder.cells(), saved_cells(nb) if nb else None, self.recorder.current)
         model_max, requested = info.get('context_length'), settings['context_size']
         cap = requested or model_max or 8192
-        reserve = settings['max_tokens'] or min(1024, cap // 4)
+        reserve = settings['max_tokens'] or min(1024, cap // 4)  # room left for the reply
         system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt']) if p)
         msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],
                                      vision='vision' in info.get('capabilities', []))
         ledger['window'] = context_window(ledger['tokens'] + reserve, model_max, requested)
-        route = dict(router.describe(model, settings), note=note)
-        view = ReplyView(self.shell, route, ledger)
-        view.waiting(model, 'starting the embedded model' if model.startswith('local/') and not router.local.url else '')
+        return msgs, ledger
+
+    def _stream(self, model, msgs, settings, info, route, ledger):
+        "Stream the reply into one display; faults keep the partial reply and end as one-paragraph errors."
+        from .stream import Reply, pump
+        from .view import ReplyView
+        current, view = self.recorder.current, ReplyView(self.shell, route, ledger)
+        view.waiting(model, 'starting the embedded model' if model.startswith('local/') and not self.router.local.url else '')
         reply, events, err = Reply(model), None, None
         try:
-            events = router.chat(model, msgs, settings, info, num_ctx=ledger['window'])
+            events = self.router.chat(model, msgs, settings, info, num_ctx=ledger['window'])
             pump(events, reply, view.update, view.interval)
             reply.finish('done')
         except KeyboardInterrupt:
@@ -189,8 +211,8 @@ class BoopMagics(Magics):
             reply.finish({ReplyBroken: 'broken', ReplyStalled: 'stalled'}.get(type(e), 'error'))
             err = e
         finally:
-            if events is not None and hasattr(events, 'close'): events.close()  # hangs up if the stream is still open
-            if reply.status == 'streaming': reply.finish('interrupted')
+            if events is not None: events.close()   # hangs up if the stream is still open
+            if reply.status == 'streaming': reply.finish('error')   # a bug escaped: keep what arrived anyway
             output = view.final(reply)
             if current is not None: current.outputs.append(output)
         if err is not None:

@@ -15,7 +15,7 @@ models, the embedded model does (when installed); otherwise `NoModel` says how t
 __all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'LOCAL_ID']
 
 import os
-from .errors import NoModel, OllamaError, OllamaUnreachable
+from .errors import NoModel, OllamaError, OllamaUnreachable, SettingsError
 from .settings import public_url
 
 LOCAL_ID = 'local/smollm2-135m'
@@ -112,10 +112,18 @@ class Router:
                                      api_key='none', max_tokens=max_tokens or self.local.max_tokens,
                                      timeout=settings['timeout'], where='the embedded model')
         api_base = settings['api_base'] or None
-        # a local OpenAI-compatible server (llama.cpp, vLLM, LM Studio) takes any key, but the SDK insists on one
-        keyless = api_base and model.startswith('openai/') and not os.environ.get('OPENAI_API_KEY')
-        return self.litellm.chat(model, messages, api_base=api_base, api_key='none' if keyless else None,
+        return self.litellm.chat(model, messages, api_base=api_base, api_key=self._api_key(settings) if api_base else None,
                                  max_tokens=max_tokens, think=settings['think'] or None, timeout=settings['timeout'])
+
+    @staticmethod
+    def _api_key(settings)->str:
+        "The key for a custom `api_base`: the value of the variable `api_key_env` names, else a dummy."
+        # never litellm's own pick from the environment, which would send, say, your OpenAI key to any server
+        name = settings['api_key_env']
+        if not name: return 'none'   # local OpenAI-compatible servers take any key, but the SDK insists on one
+        if not os.environ.get(name): raise SettingsError(f'`api_key_env = {name}` names an environment variable '
+                                                         'that is not set in the kernel.', setting='api_key_env')
+        return os.environ[name]
 
     def close(self):
         "Close every HTTP session and stop the embedded model."

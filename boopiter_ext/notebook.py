@@ -41,11 +41,21 @@ def notebook_path(
     return None
 
 
+def _output(o):
+    "An output as the context builder reads it; anything malformed is dropped."
+    if not isinstance(o, dict): return None
+    return {**o, 'metadata': o.get('metadata') if isinstance(o.get('metadata'), dict) else {},
+            **({'data': o['data'] if isinstance(o['data'], dict) else {}} if 'data' in o else {})}
+
+
 def _cell(c):
-    src = ''.join(c.get('source', ''))
+    src = c.get('source', '')
+    src = ''.join(map(str, src)) if isinstance(src, list) else src if isinstance(src, str) else ''
     kind = 'markdown' if c.get('cell_type') == 'markdown' else 'prompt' if is_prompt(src) else 'code'
-    return Cell(src, kind, outputs=c.get('outputs', []), cell_id=c.get('id'), exec_count=c.get('execution_count'),
-                origin='file')
+    outs = c.get('outputs') if isinstance(c.get('outputs'), list) else []
+    cid, count = c.get('id'), c.get('execution_count')
+    return Cell(src, kind, outputs=[o for o in map(_output, outs) if o], cell_id=cid if isinstance(cid, str) else None,
+                exec_count=count if isinstance(count, int) else None, origin='file')
 
 
 def saved_cells(
@@ -56,8 +66,8 @@ def saved_cells(
         st = path.stat()
         key = (str(path), st.st_mtime_ns, st.st_size)
         if key not in _cache:
-            nb = json.loads(path.read_text(encoding='utf-8'))
+            cells = json.loads(path.read_text(encoding='utf-8')).get('cells', [])
             _cache.clear()
-            _cache[key] = [_cell(c) for c in nb.get('cells', []) if c.get('cell_type') in ('code', 'markdown')]
+            _cache[key] = [_cell(c) for c in cells if isinstance(c, dict) and c.get('cell_type') in ('code', 'markdown')]
         return _cache[key]
-    except (OSError, ValueError, AttributeError, TypeError): return None
+    except (OSError, ValueError, AttributeError, TypeError): return None   # unreadable: treated as unknown

@@ -19,9 +19,8 @@ from urllib3.exceptions import ReadTimeoutError
 from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken, ReplyStalled
 from .messages import msg_text, msg_images
 from .models import ollama_name
-from .settings import ollama_url, public_url
+from .settings import EFFORTS, ollama_url, public_url
 
-_LEVELS = dict(l='low', m='medium', h='high')
 
 
 
@@ -48,7 +47,7 @@ def think_value(
     if not effort: return None
     if effort in ('off', 'false', 'no'): return False
     levels = [v for v in ((info or {}).get('thinking') or {}).get('values', []) if isinstance(v, str)]
-    level = _LEVELS.get(effort[0])
+    level = EFFORTS.get(effort[0])
     return level if level in levels else True
 
 
@@ -94,7 +93,10 @@ class OllamaClient:
                 '(or open the Ollama app), or point boopiter elsewhere: OLLAMA_HOST, `host = ...` in settings.ini, '
                 'or `%%prompt -m` another model.', host=self.where) from e
         except requests.Timeout as e:
-            if streaming or isinstance(e, requests.ReadTimeout): raise self._stalled(model) from e
+            if streaming: raise self._stalled(model) from e
+            if isinstance(e, requests.ReadTimeout):
+                raise OllamaError(f'Ollama at {self.where} did not answer within {self._answer_timeout:g} s.',
+                                  host=self.where) from e
             raise OllamaUnreachable(f'Ollama at {self.where} did not accept a connection within '
                                     f'{self.connect_timeout:g} s.', host=self.where) from e
         except requests.RequestException as e:
@@ -105,12 +107,17 @@ class OllamaClient:
                             'is just slow to load, raise `timeout` (settings.ini, or `%config BoopMagics.timeout = 600`).',
                             model=model, timeout=self.timeout)
 
+    @property
+    def _answer_timeout(self): return min(self.timeout, 30)   # listing and model info are quick, or something is wrong
+
     def _get(self, path, **kw):
         with self._errors():
             r = self.session.request('POST' if 'json' in kw else 'GET', self.url + path,
-                                     timeout=(self.connect_timeout, min(self.timeout, 30)), **kw)
-        if r.status_code != 200: raise self._http_error(r, kw.get('json', {}).get('model'))
-        return r.json()
+                                     timeout=(self.connect_timeout, self._answer_timeout), **kw)
+            if r.status_code != 200: raise self._http_error(r, kw.get('json', {}).get('model'))
+            try: return r.json()
+            except ValueError: raise OllamaError(f'{self.where} answered {path} with something that is not JSON: is it '
+                                                 'an Ollama server? Check OLLAMA_HOST or `host`.', host=self.where) from None
 
     def _http_error(self, r, model=None):
         try: msg = r.json().get('error') or r.text

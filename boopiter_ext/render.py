@@ -4,9 +4,11 @@ Pure functions of a `stream.Reply`; nothing here touches IPython. The Markdown o
 bottom: a collapsed reasoning section (if any), the answer, and a collapsed details block (model,
 tokens, timings, the context ledger). `text/plain` holds the answer alone, exactly as streamed.
 
-Model text is untrusted: raw HTML in it is escaped (Jupyter runs scripts in trusted Markdown
-outputs), remote images become links (no silent fetch that could leak context), and links with
-schemes other than http(s)/mailto are disarmed. Code blocks and inline code are left untouched.
+Model text is untrusted: Jupyter renders Markdown outputs of the running session as trusted HTML,
+scripts included. So `safe_markdown` parses the reply with a CommonMark parser and, outside code
+blocks, defuses anything that could start a tag, turns remote images into links (no silent fetch
+that could leak the context in its URL), and disarms links and link definitions whose scheme is not
+http(s) or mailto. Code blocks are left exactly as written.
 """
 
 __all__ = ['safe_markdown', 'close_fences', 'reply_markdown', 'reply_plain', 'reply_metadata', 'reply_bundle',
@@ -14,56 +16,67 @@ __all__ = ['safe_markdown', 'close_fences', 'reply_markdown', 'reply_plain', 're
 
 import re
 from html import escape
+from urllib.parse import urlsplit
 from .stream import STATUS_NOTES
 
 MIME_KEY = 'boopiter'
 _FENCE = re.compile(r'^ {0,3}(`{3,}|~{3,})')
-_INLINE = re.compile(r'(`+)(.+?)\1', re.S)
-_REMOTE_IMG = re.compile(r'!\[([^\]]*)\]\(\s*<?((?:https?:)?//[^)\s>]+)>?(\s+"[^"]*")?\s*\)', re.I)
-_LINK_SCHEME = re.compile(r'\]\(\s*<?([a-zA-Z][a-zA-Z0-9+.\-]*):')
-_SAFE_SCHEMES = {'http', 'https', 'mailto'}
+_TAG_START = re.compile(r'<(?=[A-Za-z/!?])')   # where raw HTML, comments or autolinks could begin
+_AUTOLINK = re.compile(r'<((?:https?|mailto):[^<>\s]+)>')  # kept as a bare URL, which GFM still links
+_WJ = '\u2060'   # word joiner: invisible, and no tag can start with it, so `<\u2060b>` shows as `<b>` but is text
+_SAFE_SCHEMES = {'', 'http', 'https', 'mailto'}
+_md = None
 
 
-def _code_regions(text):
-    "Split `text` into ('text'|'code'|'open', str) runs by fenced code blocks; 'open' is a fence not yet closed."
-    runs, fence, buf = [], None, []
-    for line in text.splitlines(keepends=True):
-        m = _FENCE.match(line)
-        if fence is None and m:
-            runs.append(('text', buf))
-            buf, fence = [line], m[1]
-        elif fence is not None and m and m[1][0] == fence[0] and len(m[1]) >= len(fence) and not line.strip()[len(m[1]):]:
-            buf.append(line)
-            runs.append(('code', buf))
-            buf, fence = [], None
-        else: buf.append(line)
-    runs.append(('open' if fence else 'text', buf))
-    return [(kind, ''.join(b)) for kind,b in runs if b]
+def _parser():
+    "A CommonMark parser (markdown-it-py, imported on first use) that reports every link, whatever its scheme."
+    global _md
+    if _md is None:
+        from markdown_it import MarkdownIt
+        _md = MarkdownIt('commonmark', {'html': True}).enable(['table', 'strikethrough'])
+        _md.validateLink = lambda url: True
+    return _md
+
+
+def _scheme(url): return urlsplit(url.strip()).scheme.lower() if not url.strip().startswith('//') else 'https'
+def _remote(url): return _scheme(url) in ('http', 'https')
 
 
 def safe_markdown(
     text:str,  # Markdown written by a model
-)->str:        # The same Markdown with raw HTML escaped outside code, remote images as links
-    "Make untrusted Markdown safe to render in a trusted Jupyter output."
-    return ''.join(_safe_text(s) if kind == 'text' else s for kind,s in _code_regions(text))
-
-
-def _safe_text(s):
-    parts = _INLINE.split(s)
+)->str:        # The same Markdown, safe to render in a trusted Jupyter output
+    "Defuse raw HTML, remote images and script links in untrusted Markdown, leaving code blocks untouched."
+    env, lines = {}, text.splitlines(keepends=True)
+    code, no_img, no_link, no_def = set(), set(), set(), set()
+    for t in _parser().parse(text, env):
+        span = range(*t.map) if t.map else range(len(lines))
+        if t.type in ('fence', 'code_block'): code.update(span)
+        elif t.type == 'inline':
+            kids = t.children or []
+            if any(k.type == 'image' and _remote(k.attrGet('src') or '') for k in kids): no_img.update(span)
+            if any(k.type == 'link_open' and _scheme(k.attrGet('href') or '') not in _SAFE_SCHEMES for k in kids):
+                no_link.update(span)
+    for ref in env.get('references', {}).values():
+        if _scheme(ref['href']) not in _SAFE_SCHEMES: no_def.update(range(*ref['map']))
     out = []
-    for i in range(0, len(parts), 3):
-        prose = parts[i].replace('<', '&lt;')
-        prose = _REMOTE_IMG.sub(lambda m: f'[🖼 {m[1] or "image"}]({m[2]})', prose)
-        out.append(_LINK_SCHEME.sub(lambda m: m[0] if m[1].lower() in _SAFE_SCHEMES else '](#', prose))
-        if i + 2 < len(parts): out.append(parts[i+1] + parts[i+2] + parts[i+1])
+    for i,line in enumerate(lines):
+        if i not in code:
+            line = _TAG_START.sub('<' + _WJ, _AUTOLINK.sub(r'\1', line))
+            if i in no_img: line = line.replace('![', '[🖼 ')                    # a link to click, not a fetch
+            if i in no_link: line = line.replace('](', ']' + _WJ + '(')           # shown as text, not a link
+            if i in no_def: line = line.replace(']:', ']' + _WJ + ':', 1)         # no longer a link definition
+        out.append(line)
     return ''.join(out)
 
 
 def close_fences(text:str)->str:
-    "Close a code fence left open mid-stream, so a half-written block renders as code."
-    runs = _code_regions(text)
-    if not runs or runs[-1][0] != 'open': return text
-    return text + ('' if text.endswith('\n') else '\n') + _FENCE.match(runs[-1][1])[1]
+    "Close a code fence left open (mid-stream, or by a reply cut short), so what follows is not swallowed as code."
+    fence = None
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if fence is None and m: fence = m[1]
+        elif fence and m and m[1][0] == fence[0] and len(m[1]) >= len(fence) and not line.strip()[len(m[1]):]: fence = None
+    return text if fence is None else text + ('' if text.endswith('\n') else '\n') + fence
 
 
 def _fmt_int(n): return f'{n:,}' if isinstance(n, int) else str(n)
@@ -118,8 +131,7 @@ def reply_markdown(reply, route:dict=None, ledger:dict=None)->str:
     if reply.reasoning.strip():
         out.append(f'<details><summary>Reasoning</summary>\n\n<pre style="white-space: pre-wrap">'
                    f'{escape(reply.reasoning.strip())}</pre>\n\n</details>\n\n')
-    answer = safe_markdown(reply.answer.lstrip('\n'))
-    out.append(close_fences(answer) if reply.status == 'streaming' else answer)
+    out.append(close_fences(safe_markdown(reply.answer.lstrip('\n'))))
     if (m := _marker(reply)): out.append(f'\n\n{m}')
     if reply.status != 'streaming': out.append('\n\n' + details_html(reply, route, ledger))
     return ''.join(out)

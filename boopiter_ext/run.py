@@ -28,6 +28,7 @@ def _show_cell(cell, write):
         if is_prompt(cell.source): write(f'\n>>> {textwrap.indent(prompt_text(cell.source), "    ").strip()}\n')
         bits = [md.get('model', '?'), f'{md.get("completion_tokens", 0)} tokens']
         if md.get('tokens_per_s'): bits.append(f'{md["tokens_per_s"]} tok/s')
+        if md.get('finish_reason') == 'length': bits.append('cut at max_tokens')
         write(f'--- reply ({" · ".join(bits)}) ---\n{_plain(out).strip()}\n')
 
 

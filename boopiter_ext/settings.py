@@ -18,10 +18,11 @@ So a project's file beats a user's machine-wide defaults, and what you type in t
     timeout = 120
 
 API keys are never read from a settings file or a notebook: they come from the environment only
-(`OPENAI_API_KEY`, ...), so no secret can land in a saved `.ipynb` or a committed `settings.ini`.
+(`OPENAI_API_KEY`, ...), so no secret can land in a saved `.ipynb` or a committed `settings.ini`. A
+custom `api_base` gets a key only from the variable `api_key_env` names.
 """
 
-__all__ = ['SETTINGS', 'DEFAULTS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini',
+__all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini',
            'user_ini', 'ollama_url', 'public_url']
 
 import configparser, os, re
@@ -33,6 +34,8 @@ SETTINGS = dict(  # key: (type, default, help)
                     "Empty: the first model Ollama lists, else the embedded local model."),
     host=(str, '', "Ollama server, e.g. `127.0.0.1:11434`. Empty: `OLLAMA_HOST`, else http://127.0.0.1:11434."),
     api_base=(str, '', "Base URL for litellm ids that need one, e.g. `http://127.0.0.1:8080/v1` for `openai/NAME`."),
+    api_key_env=(str, '', "Name of the environment variable whose value is sent as the API key to `api_base`. Empty: "
+                          "a custom `api_base` gets no key, so no key of yours goes to a server you did not name it for."),
     timeout=(float, 300.0, "Seconds to wait for the next token (the first one includes model load time)."),
     context_size=(int, 0, "Context window in tokens (Ollama's `num_ctx`). 0: sized to the prompt, capped by the model."),
     keep_alive=(str, '', "How long Ollama keeps the model loaded: minutes (`5`, `-1` = forever) or a duration "
@@ -43,6 +46,7 @@ SETTINGS = dict(  # key: (type, default, help)
     system_prompt=(str, '', "Extra instructions appended to the built-in system prompt."),
 )
 DEFAULTS = {k: d for k,(t,d,h) in SETTINGS.items()}
+EFFORTS = dict(l='low', m='medium', h='high')   # `think` levels as the servers name them
 _SECRET = re.compile(r'key|token|secret|password', re.I)
 
 
@@ -143,6 +147,8 @@ def ollama_url(
 
 
 def public_url(url:str)->str:
-    "`url` without any user:password part, safe to show and save."
+    "`url` (or a bare `user:pass@host:port`) without its user:password part, safe to show and save."
+    if '@' not in url: return url
+    if '://' not in url: return url.rpartition('@')[2]
     p = urlsplit(url)
-    return p._replace(netloc=p.netloc.rpartition('@')[2]).geturl() if '@' in p.netloc else url
+    return p._replace(netloc=p.netloc.rpartition('@')[2]).geturl()

@@ -30,7 +30,7 @@ class Reply:
         self.parts, self.reasoning_parts, self.info = [], [], {}
         self.first_token_at = self.ended_at = None
         self.chunks, self.status, self.note = 0, 'streaming', ''
-        self._in_think, self._held = False, ''
+        self._in_think, self._held, self._started = False, '', False   # _started: the answer has non-space text
 
     @property
     def answer(self)->str: return ''.join(self.parts)
@@ -42,7 +42,9 @@ class Reply:
         self.chunks += 1
         if self.first_token_at is None: self.first_token_at = monotonic()
         if self._held or self._in_think or '<' in s: self._route(self._held + s)
-        else: self.parts.append(s)
+        else:
+            self.parts.append(s)
+            if not self._started and not s.isspace(): self._started = True
 
     def add_thinking(self, s:str):
         "Add reasoning text the server sent apart from the answer."
@@ -63,7 +65,7 @@ class Reply:
                 self.reasoning_parts.append(s[:i])
                 self._in_think, s = False, s[i+len(_CLOSE):].lstrip('\n')
                 continue
-            if self.answer.strip():  # `<think>` only opens reasoning before any answer text
+            if self._started:  # `<think>` only opens reasoning before any answer text
                 self.parts.append(s)
                 return
             i = s.find(_OPEN)
@@ -73,6 +75,7 @@ class Reply:
             n = _tag_prefix(s, _OPEN)
             if n and s[:len(s)-n].strip(): n = 0
             self.parts.append(s[:len(s)-n])
+            self._started = bool(s[:len(s)-n].strip())
             self._held = s[len(s)-n:]
             return
 

@@ -8,6 +8,7 @@ full text. In a terminal IPython or a bare `InteractiveShell`, the answer is pri
 __all__ = ['ReplyView', 'KernelView', 'TerminalView']
 
 import sys, uuid
+from html import escape
 from .render import reply_bundle, reply_plain, summary_line, MIME_KEY
 
 
@@ -30,7 +31,7 @@ class KernelView:
 
     def waiting(self, model:str, note:str=''):
         "Show that the request is on its way (model loading can take a while)."
-        text = f'*Waiting for {model}{" · " + note if note else ""} …*'
+        text = f'*Waiting for {escape(model)}{" · " + escape(note) if note else ""} …*'
         self._publish({'text/markdown': text, 'text/plain': ''}, {MIME_KEY: dict(reply=True, model=model, status='waiting')})
 
     def update(self, reply):
@@ -39,7 +40,7 @@ class KernelView:
     def final(self, reply)->dict:
         "Send the last update (always, with the exact full text) and return it as an nbformat output."
         if reply.status != 'done' and not reply.answer and not reply.reasoning:
-            data = {'text/markdown': f'*No reply from {reply.model}.*', 'text/plain': ''}
+            data = {'text/markdown': f'*No reply from {escape(reply.model)}.*', 'text/plain': ''}
             md = reply_bundle(reply, self.route, self.ledger)[1]
         else: data, md = reply_bundle(reply, self.route, self.ledger)
         self._publish(data, md)

@@ -1,6 +1,6 @@
 import base64
-from boopiter_ext.context import (Cell, build_context, cell_text, clip, context_window, order_cells, prompt_text,
-                                  reply_text, IMAGE_TOKENS)
+from boopiter_ext.context import (Cell, build_context, cell_text, clip, context_window, estimate_tokens, order_cells,
+                                  prompt_text, reply_text, IMAGE_TOKENS)
 from boopiter_ext.messages import mk_msg, msg_images, msg_text
 
 PNG = base64.b64encode(b'\x89PNG\r\n\x1a\n' + b'\0' * 32).decode()
@@ -130,3 +130,16 @@ def test_mk_msg_follows_lisette_conventions():
     assert m['content'][1]['image_url'].startswith('data:image/png;base64,')
     assert msg_text(m) == 'look' and len(msg_images(m)) == 1
     assert IMAGE_TOKENS > 0
+
+
+def test_json_displays_and_odd_outputs_do_not_break_the_context():
+    outs = [dict(output_type='display_data', data={'application/json': [1, 2, {'a': 3}]}, metadata={}),
+            dict(output_type='display_data', data={'application/vnd.custom+json': {'x': 1}}, metadata=None),
+            dict(output_type='execute_result', data={'text/plain': ['multi', 'line']}, metadata={})]
+    text, _, _ = cell_text(code('show()', *outs))
+    assert '"a": 3' in text and '[application/vnd.custom+json output omitted]' in text and 'multiline' in text
+
+
+def test_token_estimate_does_not_undercount_cjk():
+    assert estimate_tokens('a' * 400) == 101
+    assert estimate_tokens('数据分析' * 100) >= 400          # a 4-characters-per-token guess would say 100

@@ -125,7 +125,47 @@ def test_status_reports_model_endpoint_tools_and_context(shell, srv, monkeypatch
     assert '(OLLAMA_HOST)' in out
 
 
-def test_public_api_is_listed_and_lazy():
-    public = {n for n in dir(boopiter_ext) if not n.startswith('_')} | {'__version__'}
-    assert set(boopiter_ext.__all__) == public
-    for name in boopiter_ext.__all__: assert getattr(boopiter_ext, name) is not None
+def test_public_api_is_listed_and_heavy_names_load_on_first_use():
+    assert boopiter_ext.__all__ == ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics',
+                                    'OllamaClient', 'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells',
+                                    'load_settings', 'Reply', 'pump', 'BoopError']
+    code = ("import sys, boopiter_ext as b; before = 'boopiter_ext.ollama' in sys.modules; c = b.OllamaClient\n"
+            "print(before, 'boopiter_ext.ollama' in sys.modules, c.__module__, all(getattr(b, n) for n in b.__all__))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ['False', 'True', 'boopiter_ext.ollama', 'True']
+    with pytest.raises(AttributeError): boopiter_ext.no_such_name
+
+
+def test_every_setting_is_a_configurable_trait():
+    from boopiter_ext.magics import BoopMagics
+    from boopiter_ext.settings import SETTINGS, DEFAULTS
+    traits = BoopMagics.class_traits(config=True)
+    assert set(SETTINGS) <= set(traits) and all(traits[k].default_value == DEFAULTS[k] for k in SETTINGS)
+
+
+def test_config_beats_settings_files_even_when_it_sets_the_default(shell, tmp_path):
+    (tmp_path/'settings.ini').write_text('[boopiter]\nmax_tokens = 200\nclip = 1000\n')
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    m = shell.magics_manager.registry['BoopMagics']
+    assert m.settings()['max_tokens'] == 200
+    run(shell, '%config BoopMagics.max_tokens = 0')
+    s = m.settings()
+    assert (s['max_tokens'], s.source['max_tokens']) == (0, '%config') and s['clip'] == 1000
+
+
+def test_unload_leaves_display_working_even_if_publish_was_wrapped_after_us(shell):
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    inner = shell.display_pub.publish
+    shell.display_pub.publish = lambda data, metadata=None, *a, **kw: inner(data, metadata, *a, **kw)  # another tool
+    shell.run_line_magic('unload_ext', 'boopiter_ext')
+    assert run(shell, 'from IPython.display import display\ndisplay("hello")').success
+
+
+def test_stream_capture_is_linear_and_bounded(shell):
+    from boopiter_ext.capture import _KEEP
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    assert run(shell, 'for i in range(200_000): print("line", i)').success
+    [out] = shell.magics_manager.registry['BoopMagics'].recorder.cells()[-1].outputs
+    text = ''.join(out['text'])
+    assert text.startswith('line 0\n') and text.endswith('line 199999\n') and len(text) < 3 * _KEEP
+    if len(text) > 2 * _KEEP: assert 'characters not kept' in text

@@ -107,6 +107,8 @@ def test_earlier_prompt_replies_are_turns_and_a_rerun_replaces_its_reply(kernel,
     kernel.run(f'%%prompt -m {MODEL}\nQuestion one', cell_id='p1')
     srv.script('Second take.')
     kernel.run(f'%%prompt -m {MODEL}\nQuestion one, better', cell_id='p1')
+    rerun = json.dumps(srv.last_chat())
+    assert 'Question one, better' in rerun and 'First reply.' not in rerun and '"Question one"' not in rerun
     srv.script('', thinking='private reasoning')
     kernel.run(f'%%prompt -m {MODEL}\nQuestion two', cell_id='p2')
     msgs = srv.last_chat()['messages']
@@ -215,3 +217,19 @@ def test_nbclient_saves_the_exact_full_reply_of_5000_tokens(srv, tmp_path, monke
     assert ''.join(pieces).strip() in out['data']['text/markdown']
     assert out['metadata']['boopiter']['model'] == MODEL and out['metadata']['boopiter']['completion_tokens'] == 5000
     assert 'display_id' not in json.dumps(out)
+
+
+HOOKS = ("ip = get_ipython(); (len(ip.display_pub._hooks), len(ip.displayhook._hooks), "
+         "len(ip.events.callbacks['pre_run_cell']), len(ip.events.callbacks['post_run_cell']), "
+         "'prompt' in ip.magics_manager.magics['cell'], 'boop' in ip.magics_manager.magics['line'])")
+
+
+def test_unload_in_a_kernel_removes_every_hook(srv, tmp_path):
+    with KernelSession(tmp_path, env={'OLLAMA_HOST': srv.host}) as k:
+        before = k.value(HOOKS)
+        k.run('%load_ext boopiter_ext')
+        loaded = k.value(HOOKS)
+        k.run('%unload_ext boopiter_ext')
+        assert k.value(HOOKS) == before != loaded
+        assert loaded.endswith('True, True)')
+        assert k.run('%%prompt\nhi').status == 'error'                    # the magic is gone

@@ -83,3 +83,18 @@ def test_prompt_cell_on_the_litellm_route(kernel, srv):
     assert md['route'] == 'litellm' and md['model'] == MODEL and md['endpoint'] == f'{srv.url}/v1'
     assert srv.last_chat()['messages'][-1]['content'] == 'hello'
     assert 'api_key' not in str(res.reply) and 'none' not in str(md)
+
+
+def test_a_custom_api_base_never_gets_your_environment_key(srv, monkeypatch):
+    from boopiter_ext.errors import SettingsError
+    from boopiter_ext.models import Router
+    from boopiter_ext.settings import load_settings
+    monkeypatch.setenv('OPENAI_API_KEY', 'sk-real-secret')
+    def auth(**config):
+        s = load_settings(config=dict(api_base=srv.url + '/v1', **config))
+        pump(Router().chat(MODEL, MSGS, s), Reply(MODEL))
+        return [r.headers.get('authorization') for r in srv.requests if r.path.startswith('/v1/chat')][-1]
+    assert auth() == 'Bearer none'
+    monkeypatch.setenv('MY_SERVER_KEY', 'k-123')
+    assert auth(api_key_env='MY_SERVER_KEY') == 'Bearer k-123'
+    with pytest.raises(SettingsError, match='NOT_SET'): auth(api_key_env='NOT_SET')

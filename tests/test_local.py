@@ -70,3 +70,18 @@ def test_unload_stops_the_engine(tmp_path):
         pid = int(k.value(PID))
         k.run('%unload_ext boopiter_ext')
         assert gone(pid)
+
+
+def test_an_interrupt_while_the_model_loads_leaves_nothing_half_started():
+    import signal
+    def interrupt(*_): raise KeyboardInterrupt
+    m, old = LocalModel(), signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        with pytest.raises(KeyboardInterrupt): m.ensure()
+        assert m.pid is None and m.url is None
+        assert m.ensure().startswith('http://127.0.0.1:')      # and the next use starts it cleanly
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        m.stop()

