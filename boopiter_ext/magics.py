@@ -201,6 +201,7 @@ class BoopMagics(Magics):
         reply, events, err = Reply(model), None, None
         try:
             events = self.router.chat(model, msgs, settings, info, num_ctx=ledger['window'])
+            route.update(self.router.describe(model, settings))   # the embedded model's address is known once started
             pump(events, reply, view.update, view.interval)
             reply.finish('done')
         except KeyboardInterrupt:

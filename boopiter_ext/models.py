@@ -91,7 +91,7 @@ class Router:
         "The route for render and metadata: `name` and `endpoint` (never with credentials)."
         route = route_name(model)
         if route == 'ollama': return dict(name='Ollama', endpoint=self.ollama(settings).where)
-        if route == 'local': return dict(name='embedded llama.cpp', endpoint=self.local.url or '127.0.0.1 (starting)')
+        if route == 'local': return dict(name='embedded llama.cpp', endpoint=self.local.url or 'not started yet')
         return dict(name='litellm', endpoint=public_url(settings['api_base']) if settings['api_base'] else '')
 
     def chat(self,

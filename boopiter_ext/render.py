@@ -24,6 +24,7 @@ _FENCE = re.compile(r'^ {0,3}(`{3,}|~{3,})')
 _TAG_START = re.compile(r'<(?=[A-Za-z/!?])')   # where raw HTML, comments or autolinks could begin
 _AUTOLINK = re.compile(r'<((?:https?|mailto):[^<>\s]+)>')  # kept as a bare URL, which GFM still links
 _WJ = '\u2060'   # word joiner: invisible, and no tag can start with it, so `<\u2060b>` shows as `<b>` but is text
+_DOLLAR = re.compile(r'(?<![\\$])\$(?=\d)')          # `$5` is money, not the start of math
 _SAFE_SCHEMES = {'', 'http', 'https', 'mailto'}
 _md = None
 
@@ -42,30 +43,76 @@ def _scheme(url): return urlsplit(url.strip()).scheme.lower() if not url.strip()
 def _remote(url): return _scheme(url) in ('http', 'https')
 
 
+def _code_spans(s):
+    "(start, end) of each inline code span in `s`, by CommonMark's backtick rules."
+    spans, i, n = [], 0, len(s)
+    while i < n:
+        if s[i] == '\\': i += 2; continue
+        if s[i] != '`': i += 1; continue
+        j = i
+        while j < n and s[j] == '`': j += 1
+        k = j
+        while (k := s.find('`', k)) >= 0:
+            e = k
+            while e < n and s[e] == '`': e += 1
+            if e - k == j - i: break
+            k = e
+        if k < 0: i = j
+        else: spans.append((i, e)); i = e
+    return spans
+
+
+def _span_content(code):
+    "A code span's content as CommonMark reads it: line ends as spaces, one padding space stripped."
+    inner = code.strip('`').replace('\n', ' ')
+    return inner[1:-1] if len(inner) > 1 and inner[0] == inner[-1] == ' ' and inner.strip() else inner
+
+
+def _defuse(s, images=False, links=False):
+    "Prose with nothing that can start a tag, no money read as math, and, if asked, no images or links."
+    s = _DOLLAR.sub(r'\\$', _TAG_START.sub('<' + _WJ, _AUTOLINK.sub(r'\1', s)))
+    if images: s = s.replace('![', '[🖼 ')           # a link to click, not a fetch that could leak the context
+    if links: s = s.replace('](', ']' + _WJ + '(')    # shown as text, not a link
+    return s
+
+
+def _paragraph(s, code, images, links):
+    "Defuse a paragraph outside its code spans, which are kept only where a scan agrees with the parser's."
+    spans = _code_spans(s)
+    if [_span_content(s[a:e]) for a,e in spans] != code: spans = []   # they disagree: treat it all as prose
+    out, pos = [], 0
+    for a,e in spans:
+        out += [_defuse(s[pos:a], images, links), s[a:e]]
+        pos = e
+    return ''.join(out) + _defuse(s[pos:], images, links)
+
+
 def safe_markdown(
     text:str,  # Markdown written by a model
 )->str:        # The same Markdown, safe to render in a trusted Jupyter output
-    "Defuse raw HTML, remote images and script links in untrusted Markdown, leaving code blocks untouched."
+    "Defuse raw HTML, remote images and script links in untrusted Markdown, leaving code exactly as written."
     env, lines = {}, text.splitlines(keepends=True)
-    code, no_img, no_link, no_def = set(), set(), set(), set()
+    code, paras, everywhere = set(), {}, dict(images=False, links=False)
     for t in _parser().parse(text, env):
-        span = range(*t.map) if t.map else range(len(lines))
-        if t.type in ('fence', 'code_block'): code.update(span)
-        elif t.type == 'inline':
-            kids = t.children or []
-            if any(k.type == 'image' and _remote(k.attrGet('src') or '') for k in kids): no_img.update(span)
-            if any(k.type == 'link_open' and _scheme(k.attrGet('href') or '') not in _SAFE_SCHEMES for k in kids):
-                no_link.update(span)
-    for ref in env.get('references', {}).values():
-        if _scheme(ref['href']) not in _SAFE_SCHEMES: no_def.update(range(*ref['map']))
-    out = []
-    for i,line in enumerate(lines):
-        if i not in code:
-            line = _TAG_START.sub('<' + _WJ, _AUTOLINK.sub(r'\1', line))
-            if i in no_img: line = line.replace('![', '[🖼 ')                    # a link to click, not a fetch
-            if i in no_link: line = line.replace('](', ']' + _WJ + '(')           # shown as text, not a link
-            if i in no_def: line = line.replace(']:', ']' + _WJ + ':', 1)         # no longer a link definition
-        out.append(line)
+        if t.type in ('fence', 'code_block') and t.map: code.update(range(*t.map))
+        if t.type != 'inline': continue
+        kids = t.children or []
+        p = paras.setdefault(tuple(t.map), dict(code=[], images=False, links=False)) if t.map else everywhere
+        p.setdefault('code', []).extend(k.content for k in kids if k.type == 'code_inline')
+        p['images'] |= any(k.type == 'image' and _remote(k.attrGet('src') or '') for k in kids)
+        p['links'] |= any(k.type == 'link_open' and _scheme(k.attrGet('href') or '') not in _SAFE_SCHEMES for k in kids)
+    bad_defs = {ln for ref in env.get('references', {}).values() if _scheme(ref['href']) not in _SAFE_SCHEMES
+                for ln in range(*ref['map'])}
+    starts, out, i = {k[0]: (k, v) for k,v in paras.items()}, [], 0
+    while i < len(lines):
+        (start, end), p = starts.get(i, ((i, i+1), None))
+        if i in code: out.append(lines[i])
+        elif p is None or everywhere['images'] or everywhere['links']:
+            line = _defuse(lines[i], everywhere['images'], everywhere['links'])
+            out.append(line.replace(']:', ']' + _WJ + ':', 1) if i in bad_defs else line)   # no longer a definition
+            end = i + 1
+        else: out.append(_paragraph(''.join(lines[start:end]), p['code'], p['images'], p['links']))
+        i = max(end, i + 1)
     return ''.join(out)
 
 
@@ -84,7 +131,8 @@ def _fmt_int(n): return f'{n:,}' if isinstance(n, int) else str(n)
 
 def _ledger_html(ledger):
     if not ledger: return ''
-    head = (f'Context: {len([i for i in ledger["items"] if i["status"] != "dropped"])} cells, '
+    n = sum(i['status'] != 'dropped' for i in ledger['items'])
+    head = (f'Context: {n} cell{"" if n == 1 else "s"}, '
             f'~{_fmt_int(ledger["tokens"])} tokens of a {_fmt_int(ledger["window"])}-token window')
     extra = [f'{ledger[k]} {k}' for k in ('clipped', 'dropped') if ledger.get(k)]
     rows = ''.join(f'<li>{escape(i["label"])} · ~{_fmt_int(i["tokens"])} tokens'

@@ -42,6 +42,7 @@ def test_answers_a_prompt_cell_when_no_ollama_is_reachable_and_stops_with_the_ke
         assert res.status == 'ok', res.outputs
         md = res.reply['metadata']['boopiter']
         assert md['model'] == 'local/smollm2-135m' and md['route'] == 'embedded llama.cpp' and md['status'] == 'done'
+        assert md['endpoint'].startswith('http://127.0.0.1:')
         assert res.reply['data']['text/plain'].strip()                       # a real, non-empty answer
         assert res.count('update_display_data') >= 2                         # streamed, not one lump
         assert md['completion_tokens'] > 1 and md['finish_reason'] in ('stop', 'length')

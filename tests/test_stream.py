@@ -93,6 +93,9 @@ ATTACKS = {
     'mixed-case javascript link': '[x](JaVaScRiPt:alert(1))',
     'autolink javascript': '<javascript:alert(1)>',
     'table cell': '| a | b |\n|---|---|\n| <img src=x onerror=1> | `<b>` |',
+    'tag whose attribute holds backticks': '<img src="`" onerror=alert(1) x="`">',
+    'code span beside a tag': '`<b>` <img src=x onerror=1> `<i>`',
+    'unclosed code span': '`unclosed <img src=x onerror=1>',
 }
 
 
@@ -115,6 +118,8 @@ def test_defusing_keeps_code_and_ordinary_markdown():
     assert '```html\n<b>kept exactly</b>\n```' in out and '   if a < b: pass' in out
     assert '[link](https://example.com)' in out and '![plot](plot.png)' in out and '`a < b`' in out
     assert safe_markdown('see <https://example.com>') == 'see https://example.com'
+    assert safe_markdown('`List<String>` in a list:\n- `a<b` and `` `<i>` ``') == '`List<String>` in a list:\n- `a<b` and `` `<i>` ``'
+    assert safe_markdown('It costs $5, not $10; $x^2$ is math') == 'It costs \\$5, not \\$10; $x^2$ is math'
 
 
 def test_close_fences_only_when_open():

@@ -1,0 +1,241 @@
+"""In the real frontends: JupyterLab 4 and Notebook 7 in headless Chromium (playwright), against the test server.
+
+A notebook is run as a user would run it (run all), the reply streams into the prompt cell and renders
+as Markdown with a collapsed details block, the saved file holds the exact reply, and the model saw the
+notebook in its order. Needs `pip install -e '.[browser]'` and Debian's chromium (never `playwright install`).
+Set BOOPITER_ARTIFACTS to keep the screenshot.
+"""
+
+import importlib.util, os, signal, struct, subprocess, sys, time, urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+import nbformat, psutil, pytest
+from conftest import _LEAKY
+from ollama_server import free_port
+
+pytestmark = pytest.mark.slow
+CHROMIUM = '/usr/bin/chromium'
+CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+                 '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic']
+TOKEN = 'boopiter-browser-test'
+MODEL = 'qwen3:1.7b'
+NOTE = '## Plan\nMultiply two numbers, then ask the model about the result.'
+QUESTION = 'What is x?'
+CELLS = [NOTE, '%load_ext boopiter_ext', 'x = 6 * 7\nprint(x)', f'%%prompt -m {MODEL}\n{QUESTION}']
+PROMPT_CELL = 3
+BOLD = 'x holds 42'
+CODE = "assert x == 42\nprint(f'x = {x}')"
+REPLY = (f'The variable **{BOLD}**, because the cell above multiplies six by seven and prints the result. '
+         'Python evaluates the product first and then binds the name to that integer, so every later cell '
+         f'can use it. You can check it yourself:\n\n```python\n{CODE}\n```\n\n'
+         'If you run that cell again with other numbers, x changes and so does this answer.')
+
+# JavaScript run in the page; `window.jupyterapp` is there thanks to expose_app_in_browser
+PANEL = 'window.jupyterapp?.shell.currentWidget'
+KERNEL_STATUS = f'{PANEL}?.sessionContext?.session?.kernel?.status'
+ALL_RAN = f"{PANEL}.content.widgets.every(c => c.model.type !== 'code' || c.model.executionCount !== null)"
+OUTPUT_TEXTS = f'i => Array.from({PANEL}.content.widgets[i].outputArea.node.querySelectorAll(".jp-OutputArea-output"), o => o.innerText)'
+
+
+def chromium_or_skip():
+    "Skip only on a developer machine without chromium; under CI a missing browser is a failure."
+    if os.path.exists(CHROMIUM): return
+    if os.environ.get('CI'): pytest.fail(f'{CHROMIUM} is missing: CI must run the browser tests (apt-get install chromium)')
+    pytest.skip(f'{CHROMIUM} is missing (apt-get install chromium); browser tests run only where it is (always under CI)')
+
+
+class Jupyter:
+    "A `jupyter lab` or `jupyter notebook` server (its own process group) on a free loopback port, as root."
+    def __init__(self, app, tmp, ollama_host):
+        self.root, self.log_path, self.port = tmp/'root', tmp/f'{app}.log', free_port()
+        self.root.mkdir()
+        self.base = f'http://127.0.0.1:{self.port}'
+        settings = tmp/'lab-settings'
+        news = settings/'@jupyterlab'/'apputils-extension'/'notification.jupyterlab-settings'
+        news.parent.mkdir(parents=True)
+        news.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no news toast over the notebook
+        env = {k: v for k,v in os.environ.items() if k not in _LEAKY}
+        env.update(OLLAMA_HOST=ollama_host, IPYTHONDIR=str(tmp/'ipython'), XDG_CONFIG_HOME=str(tmp/'xdg'),
+                   JUPYTER_CONFIG_DIR=str(tmp/'jupyter-config'), JUPYTER_RUNTIME_DIR=str(tmp/'runtime'),
+                   JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(tmp/'workspaces'))
+        module = {'lab': 'jupyterlab', 'notebook': 'notebook'}[app]
+        args = [sys.executable, '-m', module, '--allow-root', '--no-browser', '--ServerApp.ip=127.0.0.1',
+                f'--ServerApp.port={self.port}', '--ServerApp.port_retries=0', f'--IdentityProvider.token={TOKEN}',
+                f'--ServerApp.root_dir={self.root}', '--LabApp.expose_app_in_browser=True', '--LabApp.news_url=',
+                '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate']
+        if app == 'notebook': args.append('--JupyterNotebookApp.expose_app_in_browser=True')
+        if importlib.util.find_spec('jupyter_collaboration'): args.append('--YDocExtension.disable_rtc=True')
+        with open(self.log_path, 'wb') as log:
+            self.proc = subprocess.Popen(args, env=env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def url(self, path): return f'{self.base}/{path}?token={TOKEN}'
+
+    def log_tail(self, n=40):
+        return '\n'.join(self.log_path.read_text(errors='replace').splitlines()[-n:])
+
+    def wait_ready(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(self.url('api/status'), timeout=2) as r:
+                    if r.status == 200: return self
+            except OSError: time.sleep(0.1)
+        raise AssertionError(f'jupyter server not up on port {self.port} (exit {self.proc.poll()}):\n{self.log_tail()}')
+
+    def stop(self):
+        "SIGTERM the server's process group (the server shuts its kernels down), then kill anything left."
+        try: kernels = psutil.Process(self.proc.pid).children(recursive=True)  # own sessions: not in the group
+        except psutil.NoSuchProcess: kernels = []
+        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+            try: os.killpg(self.proc.pid, sig)
+            except ProcessLookupError: pass
+            try:
+                self.proc.wait(wait)
+                break
+            except subprocess.TimeoutExpired: continue
+        _, alive = psutil.wait_procs(kernels, timeout=10)
+        for p in alive: p.kill()
+        psutil.wait_procs(alive, timeout=5)
+        return alive
+
+
+@contextmanager
+def jupyter(app, tmp, ollama_host):
+    server = Jupyter(app, tmp, ollama_host)
+    try: yield server.wait_ready()
+    finally: assert not server.stop(), 'kernels outlived their server'
+
+
+@pytest.fixture(scope='module')
+def chromium():
+    chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try: yield browser
+        finally: browser.close()
+
+
+@pytest.fixture(scope='module')
+def lab(chromium, server, tmp_path_factory):
+    with jupyter('lab', tmp_path_factory.mktemp('lab'), server.host) as s: yield s
+
+
+@pytest.fixture(scope='module')
+def nb7(chromium, server, tmp_path_factory):
+    with jupyter('notebook', tmp_path_factory.mktemp('nb7'), server.host) as s: yield s
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport={'width': 1280, 'height': 1000})
+    try: yield context.new_page()
+    finally: context.close()
+
+
+def write_notebook(path, sources):
+    "A notebook with a kernelspec (else Lab starts no kernel); sources starting with '#' are Markdown cells."
+    nb = nbformat.v4.new_notebook(metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3',
+                                                            'language': 'python'}})
+    nb.cells = [nbformat.v4.new_markdown_cell(s) if s.startswith('#') else nbformat.v4.new_code_cell(s) for s in sources]
+    nbformat.write(nb, path)
+    return path
+
+
+def until(page, server, js, what, timeout=60):
+    "Wait for the JavaScript expression `js` to be truthy; on timeout fail with the server's log."
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try: page.wait_for_function(f'() => {js}', timeout=timeout * 1000)
+    except PlaywrightTimeout: raise AssertionError(f'no {what} after {timeout} s; server log:\n{server.log_tail()}') from None
+
+
+def open_and_run_all(page, server, path):
+    "Open the notebook, wait for its kernel, and start 'run all' without waiting on its promise."
+    page.goto(server.url(path))
+    until(page, server, f"{KERNEL_STATUS} === 'idle'", 'idle kernel')
+    # fire and forget: the command's promise resolves only once every cell has finished
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    until(page, server, f"{KERNEL_STATUS} === 'busy' || {ALL_RAN}", 'busy kernel')
+
+
+def wait_all_ran(page, server):
+    "The kernel goes idle between cells, so 'done' is: idle and every code cell has its execution count."
+    until(page, server, f"{KERNEL_STATUS} === 'idle' && {ALL_RAN}", 'end of run-all')
+
+
+def save(page):
+    page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+
+
+def saved_reply(saved):
+    "The one output of the saved prompt cell."
+    outputs = saved.cells[PROMPT_CELL].outputs
+    assert len(outputs) == 1, outputs
+    return outputs[0]
+
+
+def reply_output(page, cell=PROMPT_CELL):
+    return page.locator('.jp-Notebook .jp-Cell').nth(cell).locator('.jp-OutputArea-output')
+
+
+def test_lab_streams_renders_and_saves_the_reply_with_the_notebook_as_context(lab, page, srv):
+    path = write_notebook(lab.root/'analysis.ipynb', CELLS)
+    srv.script(REPLY, delay=0.03)
+    open_and_run_all(page, lab, 'lab/workspaces/stream/tree/analysis.ipynb')
+    samples, deadline = [], time.monotonic() + 60
+    while time.monotonic() < deadline:
+        texts = page.evaluate(OUTPUT_TEXTS, PROMPT_CELL)
+        assert len(texts) <= 1, texts                                        # one display, updated in place
+        if texts and 'Reply details' in texts[0]: break
+        if texts and texts[0].strip() and 'Waiting for' not in texts[0]: samples.append(texts[0])
+        time.sleep(0.05)
+    wait_all_ran(page, lab)
+    out = reply_output(page)
+    final = out.inner_text()
+    steps = [s for i,s in enumerate(samples) if i == 0 or s != samples[i-1]]
+    assert len(steps) >= 3, steps                                        # streamed in several steps, not one lump
+    assert all(len(a) < len(b) for a,b in zip(steps, steps[1:] + [final])), steps   # each one longer
+    assert len(steps[0]) < len(final) / 2 and all(s.split()[0] == 'The' for s in steps)   # from the start
+    assert out.locator('strong').inner_text() == BOLD
+    assert out.locator('pre code').inner_text().strip() == CODE          # a rendered code block, not a fence
+    assert '**' not in final and '```' not in final and '<details' not in final
+    details = out.locator('details')
+    assert details.locator('summary').inner_text().startswith(f'Reply details · {MODEL}')
+    assert details.evaluate('d => d.open') is False and details.locator('ul').first.is_hidden()
+
+    save(page)
+    saved = nbformat.read(path, as_version=4)
+    assert saved.cells[2].outputs[0]['text'] == '42\n'
+    reply = saved_reply(saved)
+    assert reply['output_type'] == 'display_data' and reply['data']['text/plain'] == REPLY
+    assert reply['metadata']['boopiter']['model'] == MODEL and reply['metadata']['boopiter']['status'] == 'done'
+    asked = srv.last_chat()['messages'][-1]['content']
+    at = [asked.find(s) for s in ('Multiply two numbers', 'x = 6 * 7', '42', QUESTION)]
+    assert -1 not in at and at == sorted(at), asked                      # the notebook, in notebook order
+
+
+def test_lab_reply_screenshot(lab, page, srv, tmp_path, request):
+    artifacts = Path(request.config.invocation_params.dir, os.environ.get('BOOPITER_ARTIFACTS', tmp_path))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    write_notebook(lab.root/'screenshot.ipynb', CELLS)
+    srv.script(REPLY)
+    open_and_run_all(page, lab, 'lab/workspaces/screenshot/tree/screenshot.ipynb')
+    wait_all_ran(page, lab)
+    reply_output(page).locator('details').wait_for()
+    shot = artifacts/'lab-reply.png'
+    shot.unlink(missing_ok=True)
+    page.locator('.jp-Notebook .jp-Cell').nth(PROMPT_CELL).locator('.jp-OutputArea').screenshot(path=shot)
+    head = shot.read_bytes()[:24]
+    width, height = struct.unpack('>II', head[16:24])
+    assert head.startswith(b'\x89PNG') and width > 300 and height > 100 and shot.stat().st_size > 5000
+
+
+def test_notebook7_renders_and_saves_the_reply(nb7, page, srv):
+    path = write_notebook(nb7.root/'analysis.ipynb', CELLS)
+    srv.script(REPLY, delay=0.03)
+    open_and_run_all(page, nb7, 'notebooks/analysis.ipynb')
+    wait_all_ran(page, nb7)
+    assert reply_output(page).locator('strong').inner_text() == BOLD
+    save(page)
+    assert saved_reply(nbformat.read(path, as_version=4))['data']['text/plain'] == REPLY
