@@ -100,7 +100,13 @@ def ollama_route(srv, k, chunks):
     print(f'   official ollama client{t_official*1000:8.1f} ms  = {t_official/t_raw:.2f}x raw')
     print(f'   %%prompt cell         {t_cell*1000:8.1f} ms  = {t_cell/t_raw:.2f}x raw   target < 2.0: '
           f'{"ok" if t_cell/t_raw < 2 else "MISSED"}')
-    print(f'   display updates: {updates} in {t_cell:.2f} s ({updates/t_cell:.1f}/s); final text exact: {exact}')
+    srv.script(['tok '] * 400, delay=0.005)   # ~2 s at 200 tokens/s, to see the throttle at work
+    _, slow = wall(k, f'%%prompt -m {MODEL}\nstream it slowly')
+    times = [t for t,kind,_ in slow.messages if kind.endswith('display_data')]
+    rate = (len(times) - 2) / (times[-2] - times[0])   # between the first token and the last throttled update
+    print(f'   display updates: {updates} for the 20,000 chunks; final text exact: {exact}')
+    print(f'   throttle, 400 tokens over ~2 s: {len(times)} display messages, {rate:.1f} updates/s between the '
+          f'first token and the final update   target ~10/s: {"ok" if rate <= 11 else "MISSED"}')
 
 
 def first_token(srv, k, runs):
