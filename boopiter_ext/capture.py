@@ -42,7 +42,8 @@ class CellRecorder:
     "Records every executed cell of `shell`; `cells()` lists them in execution order, one per cell."
     def __init__(self, shell):
         self.shell, self.current, self._cells, self._teed, self._publish = shell, None, {}, [], None
-        self._result_unhooked, self._active = False, True
+        self._result_unhooked, self._active, self._publishing = False, True, False
+        self._displays = {}   # display id -> the outputs that showed it
 
     def register(self):
         "Start recording: event callbacks, display hooks, and the cells that ran before loading."
@@ -80,7 +81,7 @@ class CellRecorder:
         raw, outs = self.shell.history_manager.input_hist_raw, self.shell.user_ns.get('Out', {})
         for n in range(1, min(self.shell.execution_count, len(raw))):
             src = raw[n]
-            if not src.strip() or f'#{n}' in self._cells: continue
+            if not src.strip(): continue
             cell = Cell(src, 'prompt' if is_prompt(src) else 'code', exec_count=n, origin='history')
             if n in outs: self._add_result(cell, outs[n])
             self._cells[f'#{n}'] = cell
@@ -127,7 +128,7 @@ class CellRecorder:
             prev = stream.__dict__.get('write')  # IPython >= 9 wraps `write` the same way around each cell
             def tee(s, write=stream.write, name=name):
                 n = write(s)
-                if self.current is not None and isinstance(s, str): self._add_stream(name, s)
+                if self.current is not None and not self._publishing and isinstance(s, str): self._add_stream(name, s)
                 return n
             stream.write = tee
             self._teed.append((stream, tee, prev))
@@ -158,16 +159,14 @@ class CellRecorder:
         md = content.get('metadata') or {}
         if _OWN in md: return
         display_id = (content.get('transient') or {}).get('display_id')
-        if kind == 'update_display_data':
-            for c in [*self._cells.values(), self.current]:
-                for o in (c.outputs if c else []):
-                    if o.get('_display_id') == display_id: o.update(data=content.get('data', {}), metadata=md)
+        if kind == 'update_display_data':   # in whichever cell showed it, as the frontends do
+            for o in self._displays.get(display_id, []): o.update(data=content.get('data', {}), metadata=md)
             return
         if self.current is None: return
         if kind == 'clear_output': self.current.outputs.clear()
         elif kind in ('display_data', 'execute_result'):
             o = dict(output_type=kind, data=content.get('data', {}), metadata=md)
-            if display_id: o['_display_id'] = display_id
+            if display_id: self._displays.setdefault(display_id, []).append(o)
             self.current.outputs.append(o)
 
     @_quiet
@@ -181,8 +180,10 @@ class CellRecorder:
         return msg
 
     def _wrapped_publish(self, data, metadata=None, *args, **kw):
-        if self._active:
-            try: self._record('update_display_data' if kw.get('update') else 'display_data',
-                              dict(data=data, metadata=metadata, transient=kw.get('transient')))
-            except Exception: log.exception('boopiter_ext: recording a display failed')
-        return self._publish(data, metadata, *args, **kw)
+        if not self._active: return self._publish(data, metadata, *args, **kw)
+        try: self._record('update_display_data' if kw.get('update') else 'display_data',
+                          dict(data=data, metadata=metadata, transient=kw.get('transient')))
+        except Exception: log.exception('boopiter_ext: recording a display failed')
+        self._publishing = True   # a terminal prints the display: that text is the display, not a stream
+        try: return self._publish(data, metadata, *args, **kw)
+        finally: self._publishing = False

@@ -81,6 +81,16 @@ def test_prompt_prints_the_reply_as_text_without_a_kernel(shell, srv, monkeypatc
     assert user.index('numbers = [3, 1, 2]') < user.index('for n in numbers') < user.index('How many lines?')
 
 
+def test_a_display_updated_from_a_later_cell_is_sent_as_it_is_now(shell, srv, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    run(shell, 'from IPython.display import display\nh = display("progress 10%", display_id=True)')
+    run(shell, 'h.update("progress 100%")')
+    run(shell, '%%prompt -m qwen3:1.7b\nDone?')
+    text = srv.last_chat()['messages'][-1]['content']
+    assert text.count("'progress 100%'") == 1 and "'progress 10%'" not in text   # once, as cell 1's output
+
+
 def test_terminal_replies_become_turns_for_the_next_prompt(shell, srv, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
     shell.run_line_magic('load_ext', 'boopiter_ext')
