@@ -103,10 +103,10 @@ def ollama_route(srv, k, chunks):
     srv.script(['tok '] * 400, delay=0.005)   # ~2 s at 200 tokens/s, to see the throttle at work
     _, slow = wall(k, f'%%prompt -m {MODEL}\nstream it slowly')
     times = [t for t,kind,_ in slow.messages if kind.endswith('display_data')]
-    rate = (len(times) - 2) / (times[-2] - times[0])   # between the first token and the last throttled update
+    rate = (len(times) - 2) / (times[-2] - times[0])   # the final update is unthrottled by design: left out
     print(f'   display updates: {updates} for the 20,000 chunks; final text exact: {exact}')
-    print(f'   throttle, 400 tokens over ~2 s: {len(times)} display messages, {rate:.1f} updates/s between the '
-          f'first token and the final update   target ~10/s: {"ok" if rate <= 11 else "MISSED"}')
+    print(f'   throttle, 400 tokens over ~2 s: {len(times)} display messages, {rate:.1f} updates/s from the first '
+          f'display to the last throttled update   target ~10/s: {"ok" if rate <= 11 else "MISSED"}')
 
 
 def first_token(srv, k, runs):

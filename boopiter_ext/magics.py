@@ -62,7 +62,7 @@ class BoopMagics(Magics):
     def __init__(self, shell=None, **kw):
         super().__init__(shell=shell, **kw)
         self.recorder, self._router, self._warm = CellRecorder(shell), None, None
-        self._at_load, self._set_since_load = self._setting_values(), set()
+        self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
 
     def update_config(self, config):
@@ -107,8 +107,6 @@ class BoopMagics(Magics):
         "The open notebook's file, if known."
         from .notebook import notebook_path
         return notebook_path(self.shell.user_ns)
-
-    def _setting_values(self): return {k: getattr(self, k) for k in SETTINGS}
 
     def settings(self, cell:dict=None, nb=None):
         "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
@@ -175,14 +173,19 @@ class BoopMagics(Magics):
         model, note = router.resolve(settings)
         info = router.model_info(model, settings)
         self._check_think(model, settings, info)
-        msgs, ledger = self._context(question, settings, info, nb if with_context else False)
+        cells = self._cells_above(nb) if with_context else []
+        msgs, ledger = self._context(question, settings, info, cells)
         self._stream(model, msgs, settings, info, dict(router.describe(model, settings), note=note), ledger)
 
-    def _context(self, question, settings, info, nb):
-        "(messages, ledger): the cells above, budgeted to the model's window, which goes in the ledger; `nb` False: none."
-        from .context import build_context, order_cells, context_window
+    def _cells_above(self, nb):
+        "The recorded cells above this prompt, in the order of the saved notebook `nb` when there is one."
+        from .context import order_cells
         from .notebook import saved_cells
-        cells = [] if nb is False else order_cells(self.recorder.cells(), saved_cells(nb) if nb else None, self.recorder.current)
+        return order_cells(self.recorder.cells(), saved_cells(nb) if nb else None, self.recorder.current)
+
+    def _context(self, question, settings, info, cells):
+        "(messages, ledger): `cells` and the question, budgeted to the model's window, which goes in the ledger."
+        from .context import build_context, context_window
         model_max, requested = info.get('context_length'), settings['context_size']
         cap = requested or model_max or 8192
         reserve = settings['max_tokens'] or min(1024, cap // 4)  # room left for the reply

@@ -42,10 +42,11 @@ def notebook_path(
 
 
 def _output(o):
-    "An output as the context builder reads it; anything malformed is dropped."
+    "An output as the context builder reads it: malformed metadata or data emptied, a non-dict dropped."
     if not isinstance(o, dict): return None
-    return {**o, 'metadata': o.get('metadata') if isinstance(o.get('metadata'), dict) else {},
-            **({'data': o['data'] if isinstance(o['data'], dict) else {}} if 'data' in o else {})}
+    o = {**o, 'metadata': o['metadata'] if isinstance(o.get('metadata'), dict) else {}}
+    if 'data' in o and not isinstance(o['data'], dict): o['data'] = {}
+    return o
 
 
 def _cell(c):

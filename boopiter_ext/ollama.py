@@ -22,13 +22,6 @@ from .models import ollama_name
 from .settings import EFFORTS, ollama_url, public_url
 
 
-
-
-
-
-
-
-
 def keep_alive_value(s)->int|str|None:
     "Ollama's `keep_alive` from a setting: minutes as a number (`5` -> '5m', `0` -> 0, `-1` -> -1), or a duration."
     s = str(s).strip() if s is not None else ''
