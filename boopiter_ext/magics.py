@@ -15,11 +15,12 @@ model clients, context building and stream handling it calls are plain Python.
 
 __all__ = ['BoopMagics']
 
-import atexit, logging, threading
+import atexit, logging, threading, uuid
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class, cell_magic, line_magic
 from IPython.core.magic_arguments import magic_arguments, argument, parse_argstring
 from traitlets import Unicode, Integer, Float, Bool
+from .binding import binding_bundle, binding_layer, binding_text, clean_binding, saved_binding
 from .capture import CellRecorder
 from .context import prompt_text, SYSTEM_PROMPT
 from .errors import BoopError, ReplyBroken, ReplyStalled, ReplyInterrupted
@@ -30,7 +31,7 @@ log = logging.getLogger('boopiter_ext')
 
 def _trait(key):
     typ, default, help = SETTINGS[key]
-    return {str: Unicode, int: Integer, float: Float}[typ](default, help=help).tag(config=True)
+    return {str: Unicode, int: Integer, float: Float, bool: Bool}[typ](default, help=help).tag(config=True)
 
 
 def _warm_up(litellm=True):
@@ -51,7 +52,8 @@ class BoopMagics(Magics):
     Configure with `%config BoopMagics.<name> = value` in a notebook, or `c.BoopMagics.<name> = value`
     in `ipython_config.py` (a default that a project `settings.ini`, section `[boopiter]`, overrides).
     """
-    model, host, api_base, api_key_env = _trait('model'), _trait('host'), _trait('api_base'), _trait('api_key_env')
+    model, reasoning_model, reasoning = _trait('model'), _trait('reasoning_model'), _trait('reasoning')
+    host, api_base, api_key_env, models = _trait('host'), _trait('api_base'), _trait('api_key_env'), _trait('models')
     timeout = _trait('timeout')
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
@@ -61,7 +63,10 @@ class BoopMagics(Magics):
 
     def __init__(self, shell=None, **kw):
         super().__init__(shell=shell, **kw)
-        self.recorder, self._router, self._warm = CellRecorder(shell), None, None
+        self.recorder, self._router, self._warm, self._catalog, self._toolbar = CellRecorder(shell), None, None, None, None
+        # the binding: picks saved with the notebook; `_bound_here` once this kernel picked, which then beats the file
+        self.binding, self._bound_here, self._binding_id = {}, False, f'boopiter-binding-{uuid.uuid4().hex}'
+        self._lock = threading.Lock()   # widget callbacks may run on a comm subshell's thread
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
 
@@ -72,7 +77,8 @@ class BoopMagics(Magics):
 
     # -- lifecycle, mirrored by `stop`
     def start(self):
-        "Begin recording cells and, if useful, warm up litellm."
+        "Restore the notebook's binding, begin recording cells and, if useful, warm up litellm."
+        self.restore_binding()
         self.recorder.register()
         atexit.register(self.close_router)
         if self.warm_up:
@@ -81,8 +87,10 @@ class BoopMagics(Magics):
             self._warm.start()
 
     def stop(self):
-        "Undo `start`: stop recording, close HTTP sessions, stop the embedded model."
+        "Undo `start`: stop recording, close the brain menu and HTTP sessions, stop the embedded model."
         self.recorder.unregister()
+        if self._toolbar is not None: self._toolbar.close()
+        self._toolbar = None
         atexit.unregister(self.close_router)
         self.close_router()
 
@@ -96,6 +104,13 @@ class BoopMagics(Magics):
             from .models import Router
             self._router = Router()
         return self._router
+
+    @property
+    def catalog(self):
+        if self._catalog is None:
+            from .catalog import Catalog
+            self._catalog = Catalog(self.router)
+        return self._catalog
 
     def _ollama_only(self):
         from .models import is_ollama_id
@@ -112,7 +127,41 @@ class BoopMagics(Magics):
         "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
         runtime = {k: getattr(self, k) for k in self._set_since_load}   # `%config` since loading
         config = {k: v for k,v in self._at_load.items() if v != DEFAULTS[k]}
-        return load_settings(cell=cell, binding=None, runtime=runtime, config=config, start=nb.parent if nb else None)
+        binding = self.binding if self._bound_here else (saved_binding(nb) if nb else None) or {}
+        return load_settings(cell=cell, binding=binding_layer(binding), runtime=runtime, config=config,
+                             start=nb.parent if nb else None)
+
+    # -- the binding (binding.py): picks saved in this notebook's outputs
+    def restore_binding(self):
+        "Read the binding saved in the notebook file, if the notebook is known (on load, so after every restart)."
+        nb = self.notebook()
+        with self._lock: self.binding = (saved_binding(nb) if nb else None) or {}
+
+    def set_binding(self, **changes):
+        "Change the binding (None removes a pick), update every binding display, then tidy Ollama's memory."
+        with self._lock:
+            self.binding = clean_binding({**self.binding, **changes})
+            self._bound_here = True
+        self.show_binding(update=True)
+        if self._toolbar is not None: self._toolbar.show()
+        threading.Thread(target=self._sync_memory, name='boopiter-unload', daemon=True).start()
+
+    def show_binding(self, update:bool=False):
+        "Show the binding as an output of its own (or update every one shown), which is what saving the notebook keeps."
+        from IPython.display import display
+        if update and not hasattr(self.shell, 'kernel'): return   # a terminal cannot update what it printed
+        data, md = binding_bundle(self.binding)
+        display(data, raw=True, metadata=md, display_id=self._binding_id, update=update)
+
+    def _sync_memory(self):
+        "Keep the standard and reasoning picks in Ollama's memory and unload every other model (off the main thread)."
+        from .errors import OllamaError
+        from .ollama import sync_ollama_loaded
+        s = self.settings(nb=self.notebook())
+        client = self.router.ollama(s)
+        try: keep = [s['model'] or next(iter(client.tags_names()), None), s['reasoning_model']]
+        except OllamaError: return   # nothing to tidy on an Ollama we cannot reach
+        sync_ollama_loaded(keep, client)
 
     # -- magics
     @magic_arguments()
@@ -142,11 +191,75 @@ class BoopMagics(Magics):
 
     @line_magic
     def boop(self, line):
-        """Show or change boopiter's state. `%boop status` prints the model, endpoint, tools and context size."""
+        """The brain menu, and the same choices from code.
+
+        %boop                          the menu: model, reasoning model and effort, keep-alive, context size
+        %boop model NAME               bind this notebook to NAME (saved with it); `--clear` removes the pick
+        %boop reasoning NAME [l|m|h]   the reasoning model (and effort), switched on; `on`/`off` switch back and forth
+        %boop models                   every model in reach, with capabilities
+        %boop status                   model, endpoint and settings, each with where it came from
+        """
         cmd, _, rest = line.strip().partition(' ')
-        handler = getattr(self, f'_boop_{cmd or "status"}', None)
-        if handler is None: raise UsageError(f'Unknown `%boop {cmd}`; try `%boop status`.')
+        handler = getattr(self, f'_boop_{cmd or "menu"}', None)
+        if handler is None: raise UsageError(f'Unknown `%boop {cmd}`: try `%boop`, `%boop model NAME`, '
+                                             '`%boop reasoning NAME`, `%boop models` or `%boop status`.')
         return handler(rest.strip())
+
+    def _boop_menu(self, _):
+        if not hasattr(self.shell, 'kernel'):   # a terminal shows no widgets: list the models instead
+            self._boop_models('')
+            return self.show_binding()
+        from IPython.display import display
+        from .toolbar import Toolbar
+        if self._toolbar is None: self._toolbar = Toolbar(self)
+        self._toolbar.refresh()
+        display(self._toolbar.widget)
+        self.show_binding()
+
+    def _boop_model(self, arg):
+        if arg == '--clear': self.set_binding(model=None)
+        elif arg:
+            self._check_model(arg)
+            self.set_binding(model=arg)
+        self.show_binding()
+
+    def _boop_reasoning(self, arg):
+        parts = arg.split()
+        if parts in (['on'], ['off']):
+            if parts == ['on'] and not self.settings(nb=self.notebook())['reasoning_model']:
+                raise UsageError('No reasoning model is picked yet: `%boop reasoning NAME` picks one and switches it on.')
+            self.set_binding(reasoning=parts == ['on'])
+        elif parts:
+            name, *effort = parts
+            if len(effort) > 1 or effort and effort[0] not in ('l', 'm', 'h', 'off'):
+                raise UsageError('Usage: `%boop reasoning NAME [l|m|h]`, `%boop reasoning on` or `%boop reasoning off`.')
+            self._check_model(name, thinking=True)
+            self.set_binding(reasoning_model=name, reasoning=True, **dict(think=effort[0]) if effort else {})
+        self.show_binding()
+
+    def _boop_models(self, _):
+        listing = self.catalog.refresh(self.settings(nb=self.notebook()))
+        from .catalog import human_size
+        rows = [(e.id, ', '.join(c for c in e.capabilities if c != 'completion') or '-',
+                 f'{e.context_length:,}' if e.context_length else '-', human_size(e.size) or '-',
+                 e.note + (f'offline: {e.offline}' if e.offline else '')) for e in listing.entries]
+        head = ('model', 'capabilities', 'context', 'size', '')
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+        lines = ['  '.join(c.ljust(w) for c,w in zip(r, widths)) + '  ' + r[4] for r in [head, *rows]]
+        lines += [f'{src} is down: {why}' for src,why in listing.problems.items()]
+        print('\n'.join(l.rstrip() for l in lines) if rows or listing.problems else 'No models in reach.')
+
+    def _check_model(self, name, thinking=False):
+        "Refuse a model Ollama says it does not have (or, for reasoning, one that cannot think); other ids are trusted."
+        from .errors import OllamaError, OllamaModelNotFound
+        from .models import is_ollama_id, ollama_name
+        if not is_ollama_id(name): return
+        try: caps = self.router.ollama(self.settings(nb=self.notebook())).model_info(ollama_name(name))['capabilities']
+        except OllamaModelNotFound as e: raise UsageError(str(e)) from None
+        except OllamaError: return   # not reachable now: bind anyway; a prompt will say what is wrong
+        if thinking and caps and 'thinking' not in caps:
+            raise UsageError(f'{name} is not a thinking model (its capabilities: {", ".join(caps)}); pick one that lists '
+                             '`thinking` (`%boop models` shows them).')
 
     def _boop_status(self, _):
         nb = self.notebook()
@@ -154,12 +267,16 @@ class BoopMagics(Magics):
         try:
             model, note = self.router.resolve(s)
             route, info = self.router.describe(model, s), self.router.model_info(model, s)
-            model_line = f'{model} ({note or "from " + s.source["model"]})'
+            from .models import picked_model
+            model_line = f'{model} ({note or "from " + picked_model(s)[1]})'
+            if s['reasoning'] and s['reasoning_model'] == model: model_line += ', the reasoning model'
             endpoint = f'{route["name"]} at {route["endpoint"]}' if route['endpoint'] else route['name']
         except BoopError as e: model_line, endpoint, info = f'none: {e}', '-', {}
         ctx = f'{s["context_size"]:,} tokens ({s.source["context_size"]})' if s['context_size'] else 'auto (sized to each prompt'
         if not s['context_size']: ctx += f', up to {info["context_length"]:,} tokens)' if info.get('context_length') else ')'
         rows = dict(model=model_line, endpoint=endpoint, tools='none (0 tools offered)', context=ctx,
+                    binding=binding_text(self.binding if self._bound_here else saved_binding(nb) if nb else {})
+                        .partition(' · ')[2] + ('' if self._bound_here else ' (from the saved notebook)' if nb else ''),
                     notebook=str(nb) if nb else 'unknown (cells in execution order; set BOOPITER_NOTEBOOK for headless runs)',
                     cells=f'{len(self.recorder.cells())} recorded')
         rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')
@@ -175,7 +292,9 @@ class BoopMagics(Magics):
         self._check_think(model, settings, info)
         cells = self._cells_above(nb) if with_context else []
         msgs, ledger = self._context(question, settings, info, cells)
-        self._stream(model, msgs, settings, info, dict(router.describe(model, settings), note=note), ledger)
+        from .models import picked_model
+        route = dict(router.describe(model, settings), note=note, picked_by=picked_model(settings)[1] or 'auto')
+        self._stream(model, msgs, settings, info, route, ledger)
 
     def _cells_above(self, nb):
         "The recorded cells above this prompt, in the order of the saved notebook `nb` when there is one."
@@ -192,7 +311,11 @@ class BoopMagics(Magics):
         system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt']) if p)
         msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],
                                      vision='vision' in info.get('capabilities', []))
-        ledger['window'] = context_window(ledger['tokens'] + reserve, model_max, requested)
+        ledger['window'] = window = context_window(ledger['tokens'] + reserve, model_max, requested)
+        if ledger['tokens'] > window:   # Ollama would cut the start of the prompt without a word
+            ledger['warning'] = (f'The prompt (~{ledger["tokens"]:,} tokens) is longer than the {window:,}-token context '
+                                 'window, so the model sees only part of it. Shorten the question, or raise `context_size`'
+                                 + (f' (this model takes up to {model_max:,}).' if model_max and model_max > window else '.'))
         return msgs, ledger
 
     def _stream(self, model, msgs, settings, info, route, ledger):

@@ -12,7 +12,7 @@ With no model configured, the first model Ollama lists answers; if Ollama is unr
 models, the embedded model does (when installed); otherwise `NoModel` says how to get one.
 """
 
-__all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'LOCAL_ID']
+__all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'picked_model', 'LOCAL_ID']
 
 import os
 from .errors import NoModel, OllamaError, OllamaUnreachable, SettingsError
@@ -35,6 +35,14 @@ def ollama_name(model:str)->str:
 def route_name(model:str)->str:
     "'local', 'ollama' or 'litellm': the client that answers `model`."
     return 'local' if model.startswith('local/') else 'ollama' if is_ollama_id(model) else 'litellm'
+
+
+def picked_model(settings)->tuple:
+    "(model id or '', where the pick came from): a cell's `-m`, else the reasoning model while the toggle is on, else `model`."
+    if settings['model'] and settings.source['model'] == 'cell option': return settings['model'], 'cell option'
+    if settings['reasoning'] and settings['reasoning_model']:
+        return settings['reasoning_model'], settings.source['reasoning_model']
+    return settings['model'], settings.source['model'] if settings['model'] else ''
 
 
 class Router:
@@ -66,8 +74,8 @@ class Router:
         return self._litellm
 
     def resolve(self, settings)->tuple:
-        "(model id, note): the configured model, else the first one Ollama lists, else the embedded one."
-        if settings['model']: return settings['model'], ''
+        "(model id, note): the picked model (`picked_model`), else the first one Ollama lists, else the embedded one."
+        if (model := picked_model(settings)[0]): return model, ''
         client, why = self.ollama(settings), ''
         try:
             if (names := client.tags_names()): return names[0], 'the first model Ollama lists; pick one with `-m`'
@@ -112,11 +120,11 @@ class Router:
                                      api_key='none', max_tokens=max_tokens or self.local.max_tokens,
                                      timeout=settings['timeout'], where='the embedded model')
         api_base = settings['api_base'] or None
-        return self.litellm.chat(model, messages, api_base=api_base, api_key=self._api_key(settings) if api_base else None,
+        return self.litellm.chat(model, messages, api_base=api_base, api_key=self.api_key(settings) if api_base else None,
                                  max_tokens=max_tokens, think=settings['think'] or None, timeout=settings['timeout'])
 
     @staticmethod
-    def _api_key(settings)->str:
+    def api_key(settings)->str:
         "The key for a custom `api_base`: the value of the variable `api_key_env` names, else a dummy."
         # never litellm's own pick from the environment, which would send, say, your OpenAI key to any server
         name = settings['api_key_env']

@@ -9,16 +9,16 @@ only module that catches `requests` exceptions; it re-raises them as `errors.Oll
 friends, with messages that say where it looked and what to do.
 """
 
-__all__ = ['OllamaClient', 'keep_alive_value', 'think_value']
+__all__ = ['OllamaClient', 'keep_alive_value', 'think_value', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded']
 
-import json
+import json, os, warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 import requests
 from urllib3.exceptions import ReadTimeoutError
 from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken, ReplyStalled
 from .messages import msg_text, msg_images
-from .models import ollama_name
+from .models import is_ollama_id, ollama_name
 from .settings import EFFORTS, ollama_url, public_url
 
 
@@ -66,12 +66,14 @@ class OllamaClient:
                  source:str='default'):       # Where the host setting came from, for error messages
         self.url, self.timeout, self.connect_timeout, self.source = ollama_url(host), timeout, connect_timeout, source
         self.session = requests.Session()
-        self._info = {}
+        self._info, self._digests = {}, {}   # /api/show answers by digest (else name); digests by name
 
     @property
     def where(self)->str: return public_url(self.url)
 
     def close(self): self.session.close()
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.close()
 
     @contextmanager
     def _errors(self, model=None, streaming=False):
@@ -126,15 +128,20 @@ class OllamaClient:
                            model=model, status=r.status_code, body=msg)
 
     def tags(self)->list:
-        "Every model on the server (`/api/tags`), sorted by name."
-        return sorted(self._get('/api/tags').get('models', []), key=lambda m: m.get('name', ''))
+        "Every model on the server (`/api/tags`), sorted by name (Ollama's own order is unstable)."
+        models = sorted(self._get('/api/tags').get('models', []), key=lambda m: str(m.get('name', '')).lower())
+        self._digests = {m['name']: m.get('digest') for m in models if m.get('name')}
+        return models
 
     def tags_names(self)->list: return [m['name'] for m in self.tags()]
 
+    def _key(self, name): return self._digests.get(name) or name
+
     def show(self, name:str)->dict:
-        "The model's `/api/show` answer, cached for this client (failures are not cached)."
-        if name not in self._info: self._info[name] = self._get('/api/show', json=dict(model=name))
-        return self._info[name]
+        "The model's `/api/show` answer, cached by digest, so a re-pulled model is asked again; failures are not cached."
+        key = self._key(name)
+        if key not in self._info: self._info[key] = self._get('/api/show', json=dict(model=name))
+        return self._info[key]
 
     def model_info(self, name:str)->dict:
         "`capabilities` and `context_length` (None when unknown) of a model."
@@ -142,9 +149,31 @@ class OllamaClient:
         ctx = next((v for k,v in info.get('model_info', {}).items() if k.endswith('.context_length')), None)
         return dict(capabilities=info.get('capabilities', []), context_length=ctx, thinking=info.get('thinking'))
 
-    def model_infos(self, names:list, workers:int=8)->dict:
-        "`model_info` for many models, probed in parallel."
-        with ThreadPoolExecutor(min(workers, max(len(names), 1))) as ex: return dict(zip(names, ex.map(self.model_info, names)))
+    def _probe(self, name):
+        try: return self.model_info(name)
+        except OllamaError as e: return dict(capabilities=[], context_length=None, problem=str(e))
+
+    def models(self, workers:int=8)->list:
+        """Every model (`/api/tags` entries, sorted) with its `model_info` merged in.
+
+        Models not seen before are probed with `/api/show` in parallel, so a cold listing costs about one
+        round trip more than the tags, and a warm one makes the single `/api/tags` request."""
+        tags = self.tags()
+        todo = [m['name'] for m in tags if self._key(m['name']) not in self._info]
+        if len(todo) > 1:
+            with ThreadPoolExecutor(min(workers, len(todo)), thread_name_prefix='boopiter-show') as ex:
+                probed = dict(zip(todo, ex.map(self._probe, todo)))
+        else: probed = {n: self._probe(n) for n in todo}
+        return [{**m, **(probed.get(m['name']) or self._probe(m['name']))} for m in tags]
+
+    # -- memory: Ollama keeps every model it served resident until its keep-alive runs out
+    def loaded(self)->list:
+        "Names of the models Ollama holds in memory now (`/api/ps`)."
+        return [m.get('model') or m.get('name') for m in self._get('/api/ps').get('models', [])]
+
+    def unload(self, name:str):
+        "Free `name`'s memory now: `/api/generate` with `keep_alive: 0` (works where the `ollama` CLI is not installed)."
+        self._get('/api/generate', json=dict(model=ollama_name(name), keep_alive=0))
 
     def chat(self,
              model:str,                # Ollama name or `ollama_chat/NAME`
@@ -185,3 +214,38 @@ class OllamaClient:
         if not done:
             raise ReplyBroken(f'The stream from Ollama at {self.where} ended before the reply was done.',
                               host=self.where, model=name)
+
+
+def _client(client):
+    return client if client is not None else OllamaClient(os.environ.get('OLLAMA_HOST', ''))
+
+
+def _tagged(name): return name if ':' in name.rpartition('/')[2] else name + ':latest'
+
+
+def ollama_loaded(client:OllamaClient=None)->list:
+    "Names of the models Ollama holds in memory (`/api/ps`), or `[]` when it cannot be asked."
+    try: return _client(client).loaded()
+    except OllamaError: return []
+
+
+def unload_ollama_model(
+    name:str,                   # An Ollama name or `ollama_chat/NAME`
+    client:OllamaClient=None,   # Default: a client for `OLLAMA_HOST`
+)->bool:                        # Whether Ollama confirmed the unload
+    "Unload `name` from Ollama's memory; warns (and returns False) if that fails."
+    try: _client(client).unload(name)
+    except OllamaError as e:
+        warnings.warn(f'Could not unload {name}: {e}', RuntimeWarning, stacklevel=2)
+        return False
+    return True
+
+
+def sync_ollama_loaded(
+    keep,                       # Model ids to keep: bare names or `ollama_chat/` ids; None and non-Ollama ids are ignored
+    client:OllamaClient=None,   # Default: a client for `OLLAMA_HOST`
+)->list:                        # The names unloaded
+    "Unload every model Ollama holds in memory except those in `keep`: one `/api/ps` when there is nothing to do."
+    client = _client(client)
+    keep = {_tagged(ollama_name(m)) for m in keep or () if m and is_ollama_id(m)}
+    return [n for n in ollama_loaded(client) if _tagged(n) not in keep and unload_ollama_model(n, client)]

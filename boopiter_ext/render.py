@@ -156,7 +156,8 @@ def details_html(
 )->str:
     "The collapsed details block: model, endpoint, finish reason, tokens, timings and the context ledger."
     route, info = route or {}, reply.info
-    rows = [f'Model: {reply.model}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else ''),
+    rows = [f'Model: {reply.model}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
+            + (f', picked by {route["picked_by"]}' if route.get('picked_by') else ''),
             f'Finish: {info.get("finish_reason") or reply.status}']
     if reply.status not in ('done', 'streaming'): rows.append(f'Status: {STATUS_NOTES.get(reply.status, reply.status)}')
     toks = f'{_fmt_int(info["prompt_tokens"])} prompt + ' if info.get('prompt_tokens') else ''
@@ -175,7 +176,7 @@ def _marker(reply): return f'*({STATUS_NOTES[reply.status]})*' if reply.status i
 
 def reply_markdown(reply, route:dict=None, ledger:dict=None)->str:
     "The whole reply as Markdown: reasoning section, safe answer (fences closed while streaming), details."
-    out = []
+    out = [f'*⚠ {escape(ledger["warning"])}*\n\n'] if ledger and ledger.get('warning') else []
     if reply.reasoning.strip():
         out.append(f'<details><summary>Reasoning</summary>\n\n<pre style="white-space: pre-wrap">'
                    f'{escape(reply.reasoning.strip())}</pre>\n\n</details>\n\n')
@@ -193,12 +194,13 @@ def reply_plain(reply)->str:
 def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
     "Provenance for the output's metadata, under the `boopiter` key."
     route, info = route or {}, reply.info
-    md = dict(reply=True, model=reply.model, route=route.get('name'), endpoint=route.get('endpoint'),
+    md = dict(reply=True, model=reply.model, model_source=route.get('picked_by'), route=route.get('name'),
+              endpoint=route.get('endpoint'),
               status=reply.status, finish_reason=info.get('finish_reason'),
               prompt_tokens=info.get('prompt_tokens'), completion_tokens=reply.completion_tokens,
               ttft_s=None if reply.ttft is None else round(reply.ttft, 3),
               tokens_per_s=None if not reply.tokens_per_s else round(reply.tokens_per_s, 1))
-    if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped') if k in ledger}
+    if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped', 'warning') if k in ledger}
     return {MIME_KEY: {k: v for k,v in md.items() if v is not None}}
 
 

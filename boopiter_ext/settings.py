@@ -3,7 +3,8 @@
 Precedence, highest first (`load_settings`):
 
 1. a `%%prompt` option (`-m qwen3`, `--think h`) for that cell only;
-2. the notebook's binding (the model picked for this notebook);
+2. the notebook's binding: what was picked in the brain menu (`%boop`) or with `%boop model NAME`, saved in
+   the notebook's outputs (`binding.py`);
 3. `%config BoopMagics.timeout = 90` run in this kernel after loading;
 4. the project's `settings.ini`: the nearest one with a `[boopiter]` section, walking up from the notebook's folder;
 5. the user's `~/.config/boopiter/settings.ini` (`$XDG_CONFIG_HOME` is honoured);
@@ -32,8 +33,12 @@ from urllib.parse import urlsplit
 SETTINGS = dict(  # key: (type, default, help)
     model=(str, '', "Model id: an Ollama name, `ollama_chat/NAME`, `local/smollm2-135m` or any litellm id. "
                     "Empty: the first model Ollama lists, else the embedded local model."),
+    reasoning_model=(str, '', "The thinking-capable model that answers while `reasoning` is on."),
+    reasoning=(bool, False, "Whether `reasoning_model` answers instead of `model` (the brain toggle)."),
     host=(str, '', "Ollama server, e.g. `127.0.0.1:11434`. Empty: `OLLAMA_HOST`, else http://127.0.0.1:11434."),
     api_base=(str, '', "Base URL for litellm ids that need one, e.g. `http://127.0.0.1:8080/v1` for `openai/NAME`."),
+    models=(str, '', "More model ids to list in the brain menu, comma-separated: any litellm id, e.g. "
+                     "`anthropic/claude-sonnet-4-5, gemini/gemini-2.5-flash` (their keys come from the environment)."),
     api_key_env=(str, '', "Name of the environment variable whose value is sent as the API key to `api_base`. Empty: "
                           "a custom `api_base` gets no key, so no key of yours goes to a server you did not name it for."),
     timeout=(float, 300.0, "Seconds to wait for the next token (the first one includes model load time)."),
@@ -41,7 +46,8 @@ SETTINGS = dict(  # key: (type, default, help)
     keep_alive=(str, '', "How long Ollama keeps the model loaded: minutes (`5`, `-1` = forever) or a duration "
                          "(`30s`). Empty: Ollama's default."),
     max_tokens=(int, 0, "Longest reply in tokens. 0: the model's own limit."),
-    think=(str, '', "Reasoning effort for thinking models: `l`, `m`, `h` or `off`. Empty: the model's default."),
+    think=(str, '', "Reasoning effort for thinking models: `l`, `m`, `h` or `off`. Empty: the model's default. "
+                    "An effort picked in the brain menu applies only while `reasoning` is on."),
     clip=(int, 4000, "Characters kept from each cell output; the middle of longer outputs is cut, with a marker."),
     system_prompt=(str, '', "Extra instructions appended to the built-in system prompt."),
 )
@@ -57,8 +63,14 @@ class Settings(dict):
         self.source, self.warnings = source, list(warnings)
 
 
+_BOOLS = {'true': True, 'on': True, 'yes': True, '1': True, 'false': False, 'off': False, 'no': False, '0': False}
+
+
 def _convert(key, value):
     typ = SETTINGS[key][0]
+    if typ is bool:
+        if value.strip().lower() not in _BOOLS: raise ValueError(value)
+        return _BOOLS[value.strip().lower()]
     return value.strip() if typ is str else typ(value)
 
 
@@ -74,7 +86,9 @@ def read_ini(
     for k,v in cp.items('boopiter'):
         if k in SETTINGS:
             try: values[k] = _convert(k, v)
-            except ValueError: warnings.append(f'{path}: `{k} = {v}` is not a {SETTINGS[k][0].__name__}; ignored')
+            except ValueError:
+                kind = 'on or off' if SETTINGS[k][0] is bool else f'a {SETTINGS[k][0].__name__}'
+                warnings.append(f'{path}: `{k} = {v}` is not {kind}; ignored')
         elif _SECRET.search(k): warnings.append(f'{path}: `{k}` ignored: API keys come from the environment only')
         else: warnings.append(f'{path}: unknown setting `{k}` ignored; known: {", ".join(SETTINGS)}')
     return values, warnings

@@ -9,6 +9,9 @@ iopub messages kept with their arrival times for tests that count updates.
         k.run('%load_ext boopiter_ext')
         res = k.run('%%prompt\\nhi', cell_id='c3')
         res.outputs, res.status, res.messages
+
+Widgets are followed as a frontend follows them (`comm_open`, then `update` messages), so a test can
+find one by its state and act on it the way a browser would (`set_widget`, `click`).
 """
 
 import os, queue, sys, time
@@ -47,6 +50,7 @@ class KernelSession:
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=startup_timeout)
+        self.widgets = {}   # comm id -> widget state, as a frontend would hold it
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.shutdown()
@@ -63,14 +67,40 @@ class KernelSession:
         self.kc.shell_channel.send(msg)
         return msg['header']['msg_id']
 
-    def collect(self, msg_id, timeout=60, on_message=None):
+    def _follow_widget(self, kind, c):
+        if kind == 'comm_open' and c.get('target_name') == 'jupyter.widget':
+            self.widgets[c['comm_id']] = dict(c['data'].get('state', {}))
+        elif kind == 'comm_msg' and c['data'].get('method') in ('update', 'echo_update'):
+            self.widgets.setdefault(c['comm_id'], {}).update(c['data'].get('state', {}))
+        elif kind == 'comm_close': self.widgets.pop(c['comm_id'], None)
+
+    def widget(self, **match)->tuple:
+        "(comm id, state) of the one widget whose state has every `match` item, e.g. `_model_name='DropdownModel'`."
+        found = [(cid, st) for cid,st in self.widgets.items() if all(st.get(k) == v for k,v in match.items())]
+        if len(found) != 1: raise AssertionError(f'{len(found)} widgets match {match}')
+        return found[0]
+
+    def comm(self, comm_id, data, timeout=30)->Result:
+        "Send a frontend's comm message to a widget and collect what the kernel does in reply."
+        msg = self.kc.session.msg('comm_msg', dict(comm_id=comm_id, data=data))
+        self.kc.shell_channel.send(msg)
+        return self.collect(msg['header']['msg_id'], timeout, shell_reply=False)
+
+    def set_widget(self, comm_id, **state)->Result:
+        "Change a widget's state as a user would in the browser (e.g. `index=2` picks a dropdown's third option)."
+        return self.comm(comm_id, dict(method='update', state=state, buffer_paths=[]))
+
+    def click(self, comm_id)->Result: return self.comm(comm_id, dict(method='custom', content=dict(event='click')))
+
+    def collect(self, msg_id, timeout=60, on_message=None, shell_reply=True):
         "Gather the iopub output of request `msg_id` until the kernel is idle again."
         res, by_display, deadline = Result(), {}, time.monotonic() + timeout
         while True:
             try: msg = self.kc.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty: raise TimeoutError(f'no idle after {timeout} s; got {[m[1] for m in res.messages]}')
-            if msg['parent_header'].get('msg_id') != msg_id: continue
             kind, c = msg['msg_type'], msg['content']
+            self._follow_widget(kind, c)
+            if msg['parent_header'].get('msg_id') != msg_id: continue
             res.messages.append((time.monotonic(), kind, c))
             if on_message: on_message(kind, c)
             if kind == 'status' and c['execution_state'] == 'idle': break
@@ -88,8 +118,9 @@ class KernelSession:
             elif kind == 'error':
                 res.outputs.append(dict(output_type='error', **{k: c[k] for k in ('ename', 'evalue', 'traceback')}))
                 res.error = c
-        reply = self.kc.get_shell_msg(timeout=timeout)
-        res.status = reply['content']['status']
+        if shell_reply:
+            reply = self.kc.get_shell_msg(timeout=timeout)
+            res.status = reply['content']['status']
         return res
 
     def run(self, code, cell_id=None, timeout=60, on_message=None)->Result:

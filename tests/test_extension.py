@@ -138,7 +138,8 @@ def test_status_reports_model_endpoint_tools_and_context(shell, srv, monkeypatch
 def test_public_api_is_listed_and_heavy_names_load_on_first_use():
     assert boopiter_ext.__all__ == ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics',
                                     'OllamaClient', 'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells',
-                                    'load_settings', 'Reply', 'pump', 'BoopError']
+                                    'load_settings', 'Reply', 'pump', 'BoopError', 'Catalog', 'ollama_loaded',
+                                    'unload_ollama_model', 'sync_ollama_loaded']
     code = ("import sys, boopiter_ext as b; before = 'boopiter_ext.ollama' in sys.modules; c = b.OllamaClient\n"
             "print(before, 'boopiter_ext.ollama' in sys.modules, c.__module__, all(getattr(b, n) for n in b.__all__))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split()
@@ -179,3 +180,15 @@ def test_stream_capture_is_linear_and_bounded(shell):
     text = ''.join(out['text'])
     assert text.startswith('line 0\n') and text.endswith('line 199999\n') and len(text) < 3 * _KEEP
     if len(text) > 2 * _KEEP: assert 'characters not kept' in text
+
+
+def test_boop_in_a_terminal_lists_models_and_binds_without_widgets(shell, srv, monkeypatch, capsys):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    run(shell, '%boop')
+    out = capsys.readouterr().out
+    assert 'gemma3:4b           vision           131,072  3.3 GB' in out and 'boopiter binding · none' in out
+    run(shell, '%boop model qwen3:1.7b')
+    assert capsys.readouterr().out == 'boopiter binding · model qwen3:1.7b\n'   # printed once, not once per update
+    run(shell, '%%prompt\nhi')
+    assert srv.last_chat()['model'] == 'qwen3:1.7b'

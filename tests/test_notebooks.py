@@ -18,7 +18,7 @@ def replies(nb):
 
 def test_every_notebook_is_tested():
     assert sorted(p.name for p in NBS.glob('*.ipynb')) == ['00_tour.ipynb', '01_context.ipynb',
-                                                            '02_models_and_settings.ipynb']
+                                                            '02_models_and_settings.ipynb', '03_brain_menu.ipynb']
 
 
 def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
@@ -66,3 +66,25 @@ def test_models_and_settings_howto_on_the_test_server(srv, tmp_path, monkeypatch
     [err] = [o for o in cell['hello?'].outputs if o['output_type'] == 'error']
     assert err['ename'] == 'OllamaModelNotFound' and len(err['traceback']) == 1
     assert 'still fine' in cell["print('the kernel is still fine')"].outputs[0]['text']
+
+
+def test_brain_menu_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'03.ipynb'
+    shutil.copy(NBS/'03_brain_menu.ipynb', nb_path)
+    srv.loaded = {'gemma3:4b'}
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    got = [(src.splitlines()[-1], o['metadata']['boopiter']) for src,o in replies(nb)]
+    assert [(q, m['model'], m['model_source']) for q,m in got] == [
+        ('In one sentence: which model are you?', 'smollm2:135m', 'notebook binding'),
+        ('And you?', 'qwen3:1.7b', 'cell option'), ('Is 1001 prime?', 'qwen3:1.7b', 'notebook binding')]
+    assert srv.chats()[-1]['think'] in (True, 'high') and 'think' not in srv.chats()[0]
+    cell = {c.source: c for c in nb.cells if c.cell_type == 'code'}
+    assert any('application/vnd.jupyter.widget-view+json' in o.get('data', {}) for o in cell['%boop'].outputs)
+    assert 'qwen3:1.7b          tools, thinking' in cell['%boop models'].outputs[0]['text']
+    memory = cell[[k for k in cell if k.startswith('from boopiter_ext import ollama_loaded')][0]].outputs[0]['text']
+    assert "unloaded: ['qwen3:1.7b']" in memory and "in memory now: ['smollm2:135m']" in memory
+    status = cell['%boop status'].outputs[0]['text']
+    assert 'model     smollm2:135m (from notebook binding)' in status
+    assert 'binding   model smollm2:135m · reasoning off (qwen3:1.7b, effort h)' in status

@@ -1,0 +1,134 @@
+"""Every model the notebook can use, listed together for the brain menu and `%boop models`.
+
+Sources, in menu order, each giving ids that `%%prompt -m` understands:
+
+- `ollama`: `/api/tags`, with capabilities and context length from `/api/show` (see `OllamaClient.models`);
+- `endpoint`: the OpenAI-compatible server at `api_base` (llama.cpp, vLLM, LM Studio), from its `/models`,
+  as `openai/NAME`;
+- `declared`: the litellm ids named by the `models` setting;
+- `local`: the tiny embedded model, there so everything works out of the box;
+- `deaddrop`: sessions answered by another process (a later module registers it with `register_source`).
+
+A source that fails keeps its last good entries, marked offline with the reason, so an Ollama that is
+down greys the menu instead of blanking it. Sources are asked in parallel.
+"""
+
+__all__ = ['ModelEntry', 'Listing', 'Catalog', 'SOURCES', 'register_source', 'human_size']
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+import requests
+from .errors import BoopError
+from .models import LOCAL_ID
+from .settings import public_url
+
+BADGES = dict(tools='🔧', vision='👁️', thinking='🧠')
+
+
+def human_size(n:int|None)->str:
+    "`1_359_000_000` -> '1.4 GB'."
+    if not n: return ''
+    for unit in ('B', 'KB', 'MB', 'GB', 'TB'):
+        if n < 1000 or unit == 'TB': return f'{n:.0f} {unit}' if unit in ('B', 'KB') else f'{n:.1f} {unit}'
+        n /= 1000
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    "One model in the menu."
+    id: str                      # What `%%prompt -m` and the binding take
+    name: str                    # Short name to show
+    source: str                  # 'ollama', 'endpoint', 'declared', 'local' or 'deaddrop'
+    capabilities: tuple = ()     # 'tools', 'vision', 'thinking', 'completion', ... as the server reports them
+    context_length: int = None   # Trained context window in tokens, when known
+    size: int = None             # Bytes on disk, when known
+    note: str = ''               # Shown after the name, e.g. 'tiny embedded model'
+    offline: str = ''            # Why the entry may not answer now (its source failed; this is the last good list)
+
+    @property
+    def thinking(self)->bool: return 'thinking' in self.capabilities
+
+    @property
+    def label(self)->str:
+        "Name, capability badges, size and notes, for a dropdown."
+        badges = ''.join(BADGES[c] for c in BADGES if c in self.capabilities)
+        bits = [f'{self.name} {badges}'.strip(), human_size(self.size), self.note, 'offline' if self.offline else '']
+        return ' · '.join(b for b in bits if b)
+
+
+@dataclass
+class Listing:
+    "The result of a refresh: entries in menu order, and the problem of each source that failed."
+    entries: list = field(default_factory=list)
+    problems: dict = field(default_factory=dict)   # source -> reason
+
+    @property
+    def ids(self)->list: return [e.id for e in self.entries]
+
+    def get(self, model_id:str)->ModelEntry|None: return next((e for e in self.entries if e.id == model_id), None)
+
+
+def ollama_source(router, settings)->list:
+    client = router.ollama(settings)
+    return [ModelEntry(m['name'], m['name'], 'ollama', tuple(m.get('capabilities') or ()), m.get('context_length'),
+                       m.get('size')) for m in client.models()]
+
+
+def endpoint_source(router, settings)->list:
+    base = settings['api_base'].rstrip('/')
+    if not base: return []
+    headers = {'Authorization': f'Bearer {router.api_key(settings)}'} if settings['api_key_env'] else {}
+    try:
+        r = requests.get(base + '/models', headers=headers, timeout=(5, min(settings['timeout'], 30)))
+        r.raise_for_status()
+        names = sorted({str(m['id']) for m in r.json().get('data', []) if isinstance(m, dict) and m.get('id')})
+    except (requests.RequestException, ValueError, AttributeError) as e:
+        raise BoopError(f'{public_url(base)}/models failed: {e.__class__.__name__}') from e
+    return [ModelEntry(f'openai/{n}', n, 'endpoint', note=f'at {public_url(base)}') for n in names]
+
+
+def declared_source(router, settings)->list:
+    ids = [m.strip() for m in settings['models'].split(',') if m.strip()]
+    return [ModelEntry(m, m, 'declared', note='litellm') for m in dict.fromkeys(ids)]
+
+
+def local_source(router, settings)->list:
+    if not router.local.available(): return []
+    return [ModelEntry(LOCAL_ID, LOCAL_ID.partition('/')[2], 'local', ('completion',), router.local.n_ctx,
+                       note='tiny embedded model: works anywhere, real work wants Ollama')]
+
+
+SOURCES = dict(ollama=ollama_source, endpoint=endpoint_source, declared=declared_source, local=local_source)
+
+
+def register_source(
+    name:str,  # Shown in problems; entries from the source say it too
+    fn,        # fn(router, settings) -> list of ModelEntry; raise to report the source as down
+):
+    "Add a model source to every catalog (the dead-drop sessions use this)."
+    SOURCES[name] = fn
+
+
+def _reason(e):
+    return str(e) if isinstance(e, BoopError) else f'{e.__class__.__name__}: {e}'
+
+
+class Catalog:
+    "The models in reach, refreshed on demand; remembers each source's last good list."
+    def __init__(self, router):
+        self.router, self.last, self._good = router, Listing(), {}
+
+    def refresh(self, settings)->Listing:
+        "Ask every source (in parallel); a failing source keeps its last good entries, marked offline."
+        names = list(SOURCES)
+        with ThreadPoolExecutor(len(names), thread_name_prefix='boopiter-list') as ex:
+            futures = {n: ex.submit(SOURCES[n], self.router, settings) for n in names}
+        listing = Listing()
+        for n,fut in futures.items():
+            try: self._good[n] = entries = list(fut.result())
+            except Exception as e:  # any failure of a source, whatever its library raised, greys it out
+                listing.problems[n] = why = _reason(e)
+                entries = [replace(e_, offline=why) for e_ in self._good.get(n, [])]
+            listing.entries += entries
+        self.last = listing
+        return listing

@@ -1,0 +1,123 @@
+"""The brain menu that `%boop` shows: core ipywidgets, so it works in JupyterLab, Notebook 7 and VS Code
+with no extension and no CDN.
+
+    model [qwen3:1.7b 🔧🧠 · 1.4 GB ▾]   🧠 reasoning [qwen3:8b ▾] L M H   keep [default ▾]   context [auto ▾]   ⟳
+    answering: qwen3:1.7b · Ollama at 127.0.0.1:11434: 3 models
+
+Each control writes the notebook's binding (`BoopMagics.set_binding`), which keeps the saved binding
+display current; the widgets themselves hold no state that matters after the kernel goes away.
+Callbacks never print: output from a widget callback lands in JupyterLab's log console, not the cell.
+"""
+
+__all__ = ['Toolbar']
+
+from html import escape
+import ipywidgets as W
+from .catalog import human_size
+from .models import LOCAL_ID, picked_model
+
+KEEP_ALIVE = [('Ollama default', ''), ('unload after each reply', '0'), ('1 min', '1'), ('5 min', '5'),
+              ('15 min', '15'), ('1 hour', '60'), ('forever', '-1')]
+CONTEXT_SIZES = [2048, 4096, 8192, 16384, 32768, 65536, 131072]
+EFFORTS = [('L', 'l'), ('M', 'm'), ('H', 'h')]
+
+
+def _unlisted(value, options):
+    "Keep a value that is not among `options` visible (a pick whose model is gone), instead of silently replacing it."
+    return options if value in [v for _,v in options] else [*options, (f'{value} · not listed', value)]
+
+
+class Toolbar:
+    "The brain menu for one kernel: shown by every `%boop`, all views stay in sync."
+    def __init__(self, magics):
+        self.magics, self._quiet = magics, False
+        wide, narrow = W.Layout(width='310px'), W.Layout(width='185px')
+        self.model = W.Dropdown(description='model', layout=wide, style=dict(description_width='42px'))
+        self.use_reasoning = W.ToggleButton(description='reasoning', icon='lightbulb-o', layout=W.Layout(width='110px'),
+                                            tooltip='Answer with the reasoning model instead of the standard one')
+        self.reasoning_model = W.Dropdown(layout=W.Layout(width='230px'))
+        self.effort = W.ToggleButtons(options=EFFORTS, value=None, tooltips=['low effort', 'medium effort', 'high effort'],
+                                      style=dict(button_width='28px'))
+        self.keep_alive = W.Dropdown(description='keep', layout=narrow, style=dict(description_width='36px'),
+                                     tooltip='How long Ollama keeps the model in memory after a reply')
+        self.context = W.Dropdown(description='context', layout=W.Layout(width='150px'), style=dict(description_width='52px'),
+                                  tooltip='Context window (num_ctx); auto sizes it to each prompt')
+        self.refresh_button = W.Button(icon='refresh', tooltip='List the models again', layout=W.Layout(width='36px'))
+        self.status = W.HTML()
+        self.widget = W.VBox([W.HBox([self.model, self.use_reasoning, self.reasoning_model, self.effort]),
+                              W.HBox([self.keep_alive, self.context, self.refresh_button]), self.status])
+        self.widget.add_class('boopiter-toolbar')
+        self._widgets = [self.widget, *self.widget.children, *[c for b in self.widget.children[:2] for c in b.children]]
+        for w,key in ((self.model, 'model'), (self.reasoning_model, 'reasoning_model'), (self.use_reasoning, 'reasoning'),
+                      (self.effort, 'think'), (self.keep_alive, 'keep_alive'), (self.context, 'context_size')):
+            w.observe(lambda change, key=key: self._picked(key, change['new']), names='value')
+        self.refresh_button.on_click(lambda _: self.refresh())
+        self._options = {}
+
+    def close(self):
+        "Close every widget, with its layout and style models (the extension is unloading)."
+        for w in self._widgets:
+            for model in (w, w.layout, getattr(w, 'style', None)):
+                if model is not None: model.close()
+
+    # -- from the widgets to the binding
+    def _picked(self, key, value):
+        if self._quiet: return
+        self.magics.set_binding(**{key: None if value in ('', None) else value})
+
+    # -- from the binding and the listing to the widgets
+    def refresh(self):
+        "List the models again and update the controls; nothing is redrawn when nothing changed."
+        self.magics.catalog.refresh(self.magics.settings(nb=self.magics.notebook()))
+        self.show()
+
+    def _set(self, widget, options=None, value=None):
+        "Set options (only if they changed, so a refresh with nothing new redraws nothing) and value, quietly."
+        self._quiet = True
+        try:
+            if options is not None and self._options.get(id(widget)) != options:
+                self._options[id(widget)] = options
+                widget.options = options
+            if widget.value != value: widget.value = value
+        finally: self._quiet = False
+
+    def show(self):
+        "Bring every control in line with the current settings and listing."
+        s, listing = self.magics.settings(nb=self.magics.notebook()), self.magics.catalog.last
+        entries = listing.entries
+        models = _unlisted(s['model'], [('default: settings, else the first Ollama model', ''),
+                                        *[(e.label, e.id) for e in entries]])
+        thinkers = _unlisted(s['reasoning_model'], [('no reasoning model', ''),
+                                                    *[(e.label, e.id) for e in entries if e.thinking]])
+        entry = listing.get(picked_model(s)[0])
+        cap = entry.context_length if entry else None
+        sizes = [('auto', 0), *[(f'{n // 1024}k', n) for n in CONTEXT_SIZES if not cap or n <= cap]]
+        self._set(self.model, tuple(models), s['model'])
+        self._set(self.reasoning_model, tuple(thinkers), s['reasoning_model'])
+        self._set(self.use_reasoning, value=bool(s['reasoning']))
+        self._set(self.effort, value=s['think'] if s['think'] in ('l', 'm', 'h') else None)
+        self._set(self.keep_alive, tuple(_unlisted(str(s['keep_alive']), KEEP_ALIVE)), str(s['keep_alive']))
+        self._set(self.context, tuple(_unlisted(s['context_size'], sizes)), s['context_size'])
+        self.use_reasoning.button_style = 'info' if s['reasoning'] else ''
+        self.reasoning_model.disabled = self.effort.disabled = len(thinkers) == 1 and not s['reasoning_model']
+        html = self._status_html(s, listing)
+        if self.status.value != html: self.status.value = html
+
+    def _status_html(self, s, listing):
+        model, source = picked_model(s)
+        entry = listing.get(model)
+        if model: answering = f'answering: <b>{escape(model)}</b>' + (f' ({escape(source)})' if source else '')
+        else:
+            first = next((e for e in listing.entries if e.source == 'ollama' and not e.offline), None)
+            auto = first.id if first else LOCAL_ID if listing.get(LOCAL_ID) else 'none available'
+            answering = f'answering: <b>{escape(auto)}</b> (auto)'
+        if entry and entry.context_length: answering += f' · {entry.context_length:,}-token context'
+        if entry and entry.size: answering += f' · {human_size(entry.size)}'
+        counts = {}
+        for e in listing.entries: counts[e.source] = counts.get(e.source, 0) + 1
+        found = ', '.join(f'{n} {src}' for src,n in counts.items())
+        rows = [f'{answering} · models: {escape(found) or "none"}']
+        rows += [f'<span style="opacity:.6">{escape(src)}: {escape(why)}'
+                 f'{" (showing the last list, greyed as offline)" if any(e.source == src for e in listing.entries) else ""}'
+                 f'</span>' for src,why in listing.problems.items()]
+        return '<div style="font-size:12px; line-height:1.5">' + '<br>'.join(rows) + '</div>'

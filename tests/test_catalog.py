@@ -1,0 +1,171 @@
+"""The cores behind the brain menu, without a kernel: listing, Ollama's memory, the binding, who answers."""
+
+import json, statistics, time
+import pytest
+from ollama_server import OllamaTestServer, free_port
+from boopiter_ext.binding import BINDING_MIME, binding_bundle, binding_layer, clean_binding, saved_binding
+from boopiter_ext.catalog import Catalog, ModelEntry, human_size
+from boopiter_ext.models import Router, picked_model
+from boopiter_ext.ollama import OllamaClient, ollama_loaded, sync_ollama_loaded, unload_ollama_model
+from boopiter_ext.settings import load_settings
+
+MANY = [dict(name=f'model-{i:02d}:1b', capabilities=['completion'] + (['thinking'] if i % 3 == 0 else []))
+        for i in range(40)]
+
+
+def paths(srv, *wanted): return [r.path for r in srv.requests if not wanted or r.path in wanted]
+
+
+def settings_for(host, **cell): return load_settings(cell=cell, environ={'OLLAMA_HOST': host})
+
+
+def test_cold_listing_probes_in_parallel_and_a_warm_one_makes_one_request():
+    with OllamaTestServer(MANY, show_delay=0.05) as srv:
+        with OllamaClient(srv.host) as c:   # the serial baseline, measured now: one /api/show after another
+            t = time.perf_counter()
+            for m in MANY: c.show(m['name'])
+            serial = time.perf_counter() - t
+        cold = []
+        for _ in range(3):
+            with OllamaClient(srv.host) as c:
+                t = time.perf_counter()
+                models = c.models()
+                cold.append(time.perf_counter() - t)
+        ratio = statistics.median(cold) / serial
+        assert ratio < 0.35, f'cold listing took {ratio:.2f} of the serial time'
+        assert [m['name'] for m in models] == sorted(m['name'] for m in MANY)   # sorted, whatever /api/tags says
+        assert models[0]['capabilities'] == ['completion', 'thinking'] and models[0]['context_length']
+        srv.reset()
+        with OllamaClient(srv.host) as c:
+            c.models()
+            srv.reset()
+            assert c.models() == models and paths(srv) == ['/api/tags']
+
+
+def test_probes_are_cached_by_digest_and_failures_are_not_cached():
+    with OllamaTestServer() as srv, OllamaClient(srv.host, timeout=0.3) as c:
+        c.models()
+        srv.models[0]['digest'] = 'sha256:' + 'f' * 64   # re-pulled: a new digest
+        srv.reset()
+        c.models()
+        assert paths(srv) == ['/api/tags', '/api/show'] and srv.requests[1].json['model'] == srv.models[0]['name']
+        srv.models[1]['digest'] = 'sha256:' + 'e' * 64
+        srv.show_delay = 1.0   # longer than this client waits for /api/show
+        failed = {m['name']: m for m in c.models()}[srv.models[1]['name']]
+        assert failed['capabilities'] == [] and 'did not answer' in failed['problem']
+        srv.show_delay, srv.requests[:] = 0, []
+        again = {m['name']: m for m in c.models()}[srv.models[1]['name']]
+        assert again['capabilities'] and paths(srv) == ['/api/tags', '/api/show']
+
+
+def test_ollama_down_keeps_the_last_list_greyed_with_the_reason():
+    router, srv = Router(), OllamaTestServer().start()
+    try:
+        s = settings_for(srv.host)
+        catalog = Catalog(router)
+        good = catalog.refresh(s)
+        assert [e.id for e in good.entries if e.source == 'ollama'] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
+        assert not good.problems and not any(e.offline for e in good.entries)
+        srv.stop()
+        down = catalog.refresh(s)
+        ollama = [e for e in down.entries if e.source == 'ollama']
+        assert [e.id for e in ollama] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
+        assert all('not reachable' in e.offline for e in ollama) and 'not reachable' in down.problems['ollama']
+        assert ollama[0].label.endswith('offline')
+    finally:
+        srv.stop()
+        router.close()
+
+
+def test_every_source_is_listed_with_ids_the_prompt_cell_understands(srv, monkeypatch):
+    router = Router()
+    monkeypatch.setenv('MY_SERVER_KEY', 'k-123')
+    try:
+        s = load_settings(runtime=dict(api_base=f'{srv.url}/v1', models='anthropic/claude-sonnet-4-5, gemini/x, gemini/x'),
+                          environ={'OLLAMA_HOST': srv.host})
+        listing = Catalog(router).refresh(s)
+        by_source = {}
+        for e in listing.entries: by_source.setdefault(e.source, []).append(e.id)
+        assert by_source['ollama'] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
+        assert by_source['endpoint'] == ['openai/gemma3:4b', 'openai/qwen3:1.7b', 'openai/smollm2:135m']
+        assert by_source['declared'] == ['anthropic/claude-sonnet-4-5', 'gemini/x']
+        assert by_source.get('local', []) == (['local/smollm2-135m'] if router.local.available() else [])
+        assert 'authorization' not in [r for r in srv.requests if r.path == '/v1/models'][0].headers
+        srv.reset()
+        Catalog(router).refresh(load_settings(runtime=dict(api_base=f'{srv.url}/v1', api_key_env='MY_SERVER_KEY')))
+        assert [r for r in srv.requests if r.path == '/v1/models'][0].headers['authorization'] == 'Bearer k-123'
+        qwen = listing.get('qwen3:1.7b')
+        assert qwen.thinking and qwen.context_length == 40960 and qwen.label == 'qwen3:1.7b 🔧🧠 · 1.4 GB'
+    finally: router.close()
+
+
+def test_the_embedded_model_is_marked_tiny():
+    e = ModelEntry('local/smollm2-135m', 'smollm2-135m', 'local', ('completion',), 4096,
+                   note='tiny embedded model: works anywhere, real work wants Ollama')
+    assert 'tiny' in e.label and human_size(270_898_672) == '270.9 MB' and human_size(None) == ''
+
+
+def test_memory_hygiene_on_the_wire(srv):
+    with OllamaClient(srv.host) as c:
+        srv.loaded = {'qwen3:1.7b', 'gemma3:4b', 'smollm2:135m'}
+        assert sorted(ollama_loaded(c)) == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
+        srv.reset(); srv.loaded = {'qwen3:1.7b', 'gemma3:4b', 'smollm2:135m'}
+        unloaded = sync_ollama_loaded(['ollama_chat/qwen3:1.7b', None, 'local/smollm2-135m', 'deaddrop/x'], c)
+        assert sorted(unloaded) == ['gemma3:4b', 'smollm2:135m'] and srv.loaded == {'qwen3:1.7b'}
+        bodies = [r.json for r in srv.requests if r.path == '/api/generate']
+        assert sorted(b['model'] for b in bodies) == ['gemma3:4b', 'smollm2:135m'] and all(b['keep_alive'] == 0 for b in bodies)
+        srv.reset(); srv.loaded = {'qwen3:1.7b'}
+        assert sync_ollama_loaded(['qwen3:1.7b'], c) == [] and paths(srv) == ['/api/ps']   # nothing to do: one GET
+        with pytest.warns(RuntimeWarning, match="Could not unload nope:1b.*does not have the model"):
+            assert unload_ollama_model('nope:1b', c) is False
+    with OllamaClient(f'127.0.0.1:{free_port()}') as down: assert ollama_loaded(down) == []
+
+
+def test_binding_keeps_only_known_picks_with_the_right_types():
+    hostile = dict(model='qwen3:1.7b', host='evil.example:80', api_base='http://evil.example/v1', api_key='sk-123',
+                   reasoning='yes', context_size=-5, think='max', keep_alive='5', reasoning_model='x' * 400)
+    assert clean_binding(hostile) == dict(model='qwen3:1.7b', keep_alive='5')
+    assert clean_binding(['not', 'a', 'dict']) == {} and clean_binding(dict(model='')) == {}
+    data, md = binding_bundle(dict(model='qwen3:1.7b', reasoning_model='qwen3:8b', reasoning=False, think='h',
+                                   context_size=8192, api_key='sk-123'))
+    assert data[BINDING_MIME] == dict(version=1, model='qwen3:1.7b', reasoning_model='qwen3:8b', reasoning=False,
+                                      think='h', context_size=8192)
+    assert data['text/plain'] == ('boopiter binding · model qwen3:1.7b · reasoning off (qwen3:8b, effort h) · '
+                                  'context 8,192 tokens')
+    assert md == {'boopiter': {'binding': True}} and 'sk-' not in json.dumps(data)
+
+
+def test_the_effort_picked_for_reasoning_applies_only_while_it_answers():
+    assert binding_layer(dict(model='a', think='h')) == dict(model='a')
+    assert binding_layer(dict(model='a', think='h', reasoning=True)) == dict(model='a', think='h', reasoning=True)
+
+
+def test_who_answers_cell_option_then_reasoning_toggle_then_model(tmp_path):
+    (tmp_path/'settings.ini').write_text('[boopiter]\nmodel = from-ini\nreasoning_model = thinker-ini\nreasoning = on\n')
+    binding = dict(model='bound', reasoning_model='thinker', reasoning=False)
+    def pick(cell=None, b=None): return picked_model(load_settings(cell=cell, binding=b, start=tmp_path, environ={}))
+    assert pick() == ('thinker-ini', str(tmp_path/'settings.ini'))
+    assert pick(b=binding) == ('bound', 'notebook binding')
+    assert pick(b={**binding, 'reasoning': True}) == ('thinker', 'notebook binding')
+    assert pick(cell=dict(model='cellular'), b={**binding, 'reasoning': True}) == ('cellular', 'cell option')
+
+
+def nb_with(*outputs_per_cell):
+    cells = [dict(cell_type='code', id=f'c{i}', source='%boop', metadata={}, execution_count=i, outputs=outs)
+             for i,outs in enumerate(outputs_per_cell)]
+    return dict(nbformat=4, nbformat_minor=5, metadata={}, cells=cells)
+
+
+def test_the_saved_binding_is_the_last_in_notebook_order(tmp_path):
+    first, second = (dict(output_type='display_data', data=binding_bundle(dict(model=m))[0], metadata={}) for m in 'ab')
+    as_text = dict(output_type='display_data', metadata={},
+                   data={BINDING_MIME: json.dumps(dict(version=1, model='c', host='evil')), 'text/plain': '-'})
+    p = tmp_path/'n.ipynb'
+    p.write_text(json.dumps(nb_with([first], [dict(output_type='stream', name='stdout', text='hi')], [second])))
+    assert saved_binding(p) == dict(model='b')
+    p.write_text(json.dumps(nb_with([second], [as_text])))
+    assert saved_binding(p) == dict(model='c')
+    p.write_text(json.dumps(nb_with([dict(output_type='stream', name='stdout', text='x')])))
+    assert saved_binding(p) is None
+    p.write_text('{not json')
+    assert saved_binding(p) is None and saved_binding(tmp_path/'missing.ipynb') is None
