@@ -64,8 +64,8 @@ class BoopMagics(Magics):
     def __init__(self, shell=None, **kw):
         super().__init__(shell=shell, **kw)
         self.recorder, self._router, self._warm, self._catalog, self._toolbar = CellRecorder(shell), None, None, None, None
-        # the binding: picks saved with the notebook; `_bound_here` once this kernel picked, which then beats the file
-        self.binding, self._bound_here, self._binding_id = {}, False, f'boopiter-binding-{uuid.uuid4().hex}'
+        # picks made in this kernel; until there are some, the binding saved in the notebook file applies
+        self._binding, self._binding_id = None, f'boopiter-binding-{uuid.uuid4().hex}'
         self._lock = threading.Lock()   # widget callbacks may run on a comm subshell's thread
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
@@ -77,8 +77,7 @@ class BoopMagics(Magics):
 
     # -- lifecycle, mirrored by `stop`
     def start(self):
-        "Restore the notebook's binding, begin recording cells and, if useful, warm up litellm."
-        self.restore_binding()
+        "Begin recording cells and, if useful, warm up litellm."
         self.recorder.register()
         atexit.register(self.close_router)
         if self.warm_up:
@@ -127,21 +126,19 @@ class BoopMagics(Magics):
         "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
         runtime = {k: getattr(self, k) for k in self._set_since_load}   # `%config` since loading
         config = {k: v for k,v in self._at_load.items() if v != DEFAULTS[k]}
-        binding = self.binding if self._bound_here else (saved_binding(nb) if nb else None) or {}
-        return load_settings(cell=cell, binding=binding_layer(binding), runtime=runtime, config=config,
+        return load_settings(cell=cell, binding=binding_layer(self.binding(nb)), runtime=runtime, config=config,
                              start=nb.parent if nb else None)
 
     # -- the binding (binding.py): picks saved in this notebook's outputs
-    def restore_binding(self):
-        "Read the binding saved in the notebook file, if the notebook is known (on load, so after every restart)."
-        nb = self.notebook()
-        with self._lock: self.binding = (saved_binding(nb) if nb else None) or {}
+    def binding(self, nb=None)->dict:
+        "The notebook's binding: the picks made in this kernel, else those saved in the notebook file `nb`."
+        if self._binding is not None: return self._binding
+        return (saved_binding(nb) if nb else None) or {}
 
     def set_binding(self, **changes):
         "Change the binding (None removes a pick), update every binding display, then tidy Ollama's memory."
         with self._lock:
-            self.binding = clean_binding({**self.binding, **changes})
-            self._bound_here = True
+            self._binding = clean_binding({**self.binding(self.notebook()), **changes})
         self.show_binding(update=True)
         if self._toolbar is not None: self._toolbar.show()
         threading.Thread(target=self._sync_memory, name='boopiter-unload', daemon=True).start()
@@ -150,7 +147,7 @@ class BoopMagics(Magics):
         "Show the binding as an output of its own (or update every one shown), which is what saving the notebook keeps."
         from IPython.display import display
         if update and not hasattr(self.shell, 'kernel'): return   # a terminal cannot update what it printed
-        data, md = binding_bundle(self.binding)
+        data, md = binding_bundle(self.binding(self.notebook()))
         display(data, raw=True, metadata=md, display_id=self._binding_id, update=update)
 
     def _sync_memory(self):
@@ -275,8 +272,8 @@ class BoopMagics(Magics):
         ctx = f'{s["context_size"]:,} tokens ({s.source["context_size"]})' if s['context_size'] else 'auto (sized to each prompt'
         if not s['context_size']: ctx += f', up to {info["context_length"]:,} tokens)' if info.get('context_length') else ')'
         rows = dict(model=model_line, endpoint=endpoint, tools='none (0 tools offered)', context=ctx,
-                    binding=binding_text(self.binding if self._bound_here else saved_binding(nb) if nb else {})
-                        .partition(' · ')[2] + ('' if self._bound_here else ' (from the saved notebook)' if nb else ''),
+                    binding=binding_text(self.binding(nb)).partition(' · ')[2]
+                            + (' (from the saved notebook)' if self._binding is None and nb else ''),
                     notebook=str(nb) if nb else 'unknown (cells in execution order; set BOOPITER_NOTEBOOK for headless runs)',
                     cells=f'{len(self.recorder.cells())} recorded')
         rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')

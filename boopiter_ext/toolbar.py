@@ -37,7 +37,7 @@ class Toolbar:
                                             tooltip='Answer with the reasoning model instead of the standard one')
         self.reasoning_model = W.Dropdown(layout=W.Layout(width='230px'))
         self.effort = W.ToggleButtons(options=EFFORTS, value=None, tooltips=['low effort', 'medium effort', 'high effort'],
-                                      style=dict(button_width='28px'))
+                                      style=dict(button_width='44px'))
         self.keep_alive = W.Dropdown(description='keep', layout=narrow, style=dict(description_width='36px'),
                                      tooltip='How long Ollama keeps the model in memory after a reply')
         self.context = W.Dropdown(description='context', layout=W.Layout(width='150px'), style=dict(description_width='52px'),

@@ -2,11 +2,12 @@
 
 A notebook is run as a user would run it (run all), the reply streams into the prompt cell and renders
 as Markdown with a collapsed details block, the saved file holds the exact reply, and the model saw the
-notebook in its order. Needs `pip install -e '.[browser]'` and Debian's chromium (never `playwright install`).
-Set BOOPITER_ARTIFACTS to keep the screenshot.
+notebook in its order. A model picked in the `%boop` menu is saved in the file and answers
+after a kernel restart. Needs `pip install -e '.[browser]'` and Debian's chromium (never `playwright install`).
+Set BOOPITER_ARTIFACTS to keep the screenshots.
 """
 
-import importlib.util, os, signal, struct, subprocess, sys, time, urllib.request
+import importlib.util, json, os, signal, struct, subprocess, sys, time, urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 import nbformat, psutil, pytest
@@ -168,15 +169,22 @@ def save(page):
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
 
 
-def saved_reply(saved):
+def saved_reply(saved, cell=PROMPT_CELL):
     "The one output of the saved prompt cell."
-    outputs = saved.cells[PROMPT_CELL].outputs
+    outputs = saved.cells[cell].outputs
     assert len(outputs) == 1, outputs
     return outputs[0]
 
 
 def reply_output(page, cell=PROMPT_CELL):
     return page.locator('.jp-Notebook .jp-Cell').nth(cell).locator('.jp-OutputArea-output')
+
+
+def check_png(shot, width, height, size):
+    "`shot` is a PNG wider, higher and bigger than given (not a blank sliver)."
+    head = shot.read_bytes()[:24]
+    w, h = struct.unpack('>II', head[16:24])
+    assert head.startswith(b'\x89PNG') and w > width and h > height and shot.stat().st_size > size, (w, h, shot.stat().st_size)
 
 
 def test_lab_streams_renders_and_saves_the_reply_with_the_notebook_as_context(lab, page, srv):
@@ -226,9 +234,7 @@ def test_lab_reply_screenshot(lab, page, srv, tmp_path, request):
     shot = artifacts/'lab-reply.png'
     shot.unlink(missing_ok=True)
     page.locator('.jp-Notebook .jp-Cell').nth(PROMPT_CELL).locator('.jp-OutputArea').screenshot(path=shot)
-    head = shot.read_bytes()[:24]
-    width, height = struct.unpack('>II', head[16:24])
-    assert head.startswith(b'\x89PNG') and width > 300 and height > 100 and shot.stat().st_size > 5000
+    check_png(shot, 300, 100, 5000)
 
 
 def test_notebook7_renders_and_saves_the_reply(nb7, page, srv):
@@ -239,3 +245,96 @@ def test_notebook7_renders_and_saves_the_reply(nb7, page, srv):
     assert reply_output(page).locator('strong').inner_text() == BOLD
     save(page)
     assert saved_reply(nbformat.read(path, as_version=4))['data']['text/plain'] == REPLY
+
+
+PICK, AUTO = 'smollm2:135m', 'gemma3:4b'   # the test server's first model by name answers when nothing is picked
+BINDING_MIME = 'application/vnd.boopiter.settings+json'
+BOUND_CELLS = ['%load_ext boopiter_ext', '%boop', 'x = 6 * 7', f'%%prompt\n{QUESTION}']
+BOOP_CELL, BOUND_PROMPT = 1, 3
+KERNEL_ID = f'{PANEL}.sessionContext.session.kernel.id'
+
+
+def notebook_url(app, name):
+    return f'lab/workspaces/{Path(name).stem}/tree/{name}' if app == 'lab' else f'notebooks/{name}'
+
+
+def shows(cell, text):
+    "JavaScript: some output of `cell` shows `text`."
+    return f'({OUTPUT_TEXTS})({cell}).some(t => t.includes({json.dumps(text)}))'
+
+
+def plain(label): return label.replace('\xa0', ' ')   # ipywidgets shows an option's spaces as nbsp
+
+
+def model_select(page):
+    return page.locator('.boopiter-toolbar .widget-dropdown:has(> label:text-is("model")) select')
+
+
+def pick_model(page, name):
+    "Pick `name` in the toolbar's model dropdown as a user does, by its option's label."
+    select = model_select(page)
+    select.locator('option').first.wait_for(state='attached')   # the widget renders after its cell has run
+    labels = select.locator('option').evaluate_all('os => os.map(o => o.label)')
+    label = next((l for l in labels if plain(l).startswith(name + ' ')), None)
+    assert label, labels
+    select.select_option(label=label)
+
+
+def restart_kernel(server, kernel_id):
+    "What the UI's restart does: the server restarts the kernel and answers once it is back."
+    req = urllib.request.Request(server.url(f'api/kernels/{kernel_id}/restart'), data=b'', method='POST')
+    with urllib.request.urlopen(req, timeout=60) as r: assert r.status == 200, r.status
+
+
+def run_all_for_chat(page, server, srv, path, n):
+    "Open and run all; the saved execution counts would pass `wait_all_ran` at once, so wait for chat `n` first."
+    open_and_run_all(page, server, path)
+    deadline = time.monotonic() + 60
+    while len(srv.chats()) < n:
+        assert time.monotonic() < deadline, f'no chat request {n}; server log:\n{server.log_tail()}'
+        time.sleep(0.05)
+    wait_all_ran(page, server)
+
+
+def outputs_with(cell, key):
+    return [o for o in cell.outputs if key in o.get('data', {})]
+
+
+@pytest.mark.parametrize('app', ['lab', 'notebook'])
+def test_model_picked_in_the_toolbar_is_saved_and_answers_after_a_kernel_restart(app, page, srv, tmp_path, request):
+    server = request.getfixturevalue({'lab': 'lab', 'notebook': 'nb7'}[app])
+    artifacts = Path(request.config.invocation_params.dir, os.environ.get('BOOPITER_ARTIFACTS', tmp_path))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    path = write_notebook(server.root/'bound.ipynb', BOUND_CELLS)
+    run_all_for_chat(page, server, srv, notebook_url(app, path.name), 1)
+    assert srv.last_chat()['model'] == AUTO
+    until(page, server, shows(BOOP_CELL, f'answering: {AUTO} (auto)'), 'toolbar naming the model that answered')
+
+    pick_model(page, PICK)
+    until(page, server, shows(BOOP_CELL, f'boopiter binding · model {PICK}'), 'binding display updated by the pick')
+    until(page, server, shows(BOOP_CELL, f'answering: {PICK}'), 'toolbar status updated by the pick')
+    shot = artifacts/f'{app}-toolbar.png'
+    shot.unlink(missing_ok=True)
+    page.locator('.boopiter-toolbar').screenshot(path=shot)
+    check_png(shot, 300, 50, 3000)
+    save(page)
+    [bound] = outputs_with(nbformat.read(path, as_version=4).cells[BOOP_CELL], BINDING_MIME)
+    assert bound['data'][BINDING_MIME]['model'] == PICK and PICK in bound['data']['text/plain']
+
+    kernel = page.evaluate(f'() => {KERNEL_ID}')
+    page.close()
+    restart_kernel(server, kernel)
+    page = page.context.new_page()
+    run_all_for_chat(page, server, srv, notebook_url(app, path.name), 2)
+    assert plain(model_select(page).evaluate('s => s.selectedOptions[0].label')).startswith(PICK + ' ')   # from the file
+    details = reply_output(page, BOUND_PROMPT).locator('details')
+    assert details.inner_text().startswith(f'Reply details · {PICK} ·')
+    save(page)
+    saved = nbformat.read(path, as_version=4)
+    assert saved.cells[0].outputs == []   # a fresh kernel: the old one would say the extension is already loaded
+    reply = saved_reply(saved, BOUND_PROMPT)
+    assert reply['metadata']['boopiter']['model'] == PICK
+    assert reply['metadata']['boopiter']['model_source'] == 'notebook binding'
+    assert [c['model'] for c in srv.chats()] == [AUTO, PICK]
+    asked = srv.last_chat()['messages'][-1]['content']
+    assert 'x = 6 * 7' in asked and 'boop' not in asked   # the menu and its binding stay out of the context

@@ -86,3 +86,22 @@ def test_an_interrupt_while_the_model_loads_leaves_nothing_half_started():
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         m.stop()
+
+
+def test_an_openai_compatible_server_is_listed_and_its_model_answers_when_picked(tmp_path):
+    "llama.cpp's own server (xllamacpp) at `api_base`: `%boop models` lists it, `%boop model` binds it, it answers."
+    server = LocalModel()
+    try:
+        base = server.ensure() + '/v1'
+        with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
+            k.run('%load_ext boopiter_ext')
+            k.run(f"%config BoopMagics.api_base = '{base}'")
+            listed = k.run('%boop models').text
+            [model] = [line.split()[0] for line in listed.splitlines() if line.startswith('openai/')]
+            assert 'local/smollm2-135m' in listed and 'ollama is down: Ollama is not reachable' in listed
+            assert k.run(f'%boop model {model}').status == 'ok'
+            res = k.run('%%prompt\nSay hi.', timeout=180)
+            md = res.reply['metadata']['boopiter']
+            assert (md['model'], md['model_source'], md['route'], md['status']) == (model, 'notebook binding', 'litellm', 'done')
+            assert md['endpoint'] == base and res.reply['data']['text/plain'].strip()
+    finally: server.stop()
