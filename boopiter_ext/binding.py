@@ -3,61 +3,98 @@
 The binding lives in an output, never in a file the extension writes: the brain menu (`%boop`) and
 `%boop model NAME` show it as a display with its own mime type,
 
-    application/vnd.boopiter.settings+json   {"version": 1, "model": "qwen3:1.7b", "reasoning": false}
-    text/plain                               boopiter binding · model qwen3:1.7b · reasoning off
+    application/vnd.boopiter.settings+json   {"version": 1, "model": "qwen3:1.7b", "picked_at": "2026-..."}
+    text/plain                               boopiter binding · model qwen3:1.7b
 
-and keep that display current as picks change. Saving the notebook saves the binding; on load the
-extension reads it back from the saved file (the last such output in notebook order wins). Only the
-keys in `BINDING_KEYS` are read, each checked against its type, so a notebook cannot point prompts at
-another server or carry a secret: hosts, endpoints and keys come from settings and the environment.
+and keep that display current as picks change. Saving the notebook saves the binding; until this
+kernel picks something, the extension reads it from the saved file (the most recent pick wins, so an
+output an earlier session left behind cannot). Only the keys in `BINDING_KEYS` are read, each checked
+against its type, and only model ids that stay on servers you configured (`screen_binding`): a
+notebook cannot point prompts at another server or carry a secret. Hosts, endpoints and keys come
+from settings and the environment.
 """
 
-__all__ = ['BINDING_MIME', 'BINDING_KEYS', 'clean_binding', 'binding_layer', 'binding_text', 'binding_bundle',
-           'saved_binding']
+__all__ = ['BINDING_MIME', 'BINDING_KEYS', 'LOCAL_PREFIXES', 'clean_binding', 'screen_binding', 'binding_text',
+           'binding_bundle', 'saved_binding', 'stamp']
 
+import json, re
+from datetime import datetime, timezone
 from pathlib import Path
+from .models import is_ollama_id
 from .render import MIME_KEY
-from .settings import SETTINGS
+from .settings import SETTINGS, THINK_LEVELS
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
 BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size')
+LOCAL_PREFIXES = ['local/']   # model ids answered on this machine, so any notebook may choose them
+MAX_CONTEXT = 1 << 20
 VERSION = 1
-_EFFORTS = ('l', 'm', 'h', 'off')
+_KEEP_ALIVE = re.compile(r'-?\d+(\.\d+)?([mh]|ms|s)?$')
 
 
 def _valid(key, value):
     typ = SETTINGS[key][0]
     if typ is bool: return isinstance(value, bool)
-    if typ is int: return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    if key == 'think': return value in _EFFORTS
-    return isinstance(value, str) and 0 < len(value) <= 300 and value.isprintable()
+    if typ is int: return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_CONTEXT
+    if not isinstance(value, str): return False
+    if key == 'think': return value in THINK_LEVELS
+    if key == 'keep_alive': return bool(_KEEP_ALIVE.match(value))
+    return 0 < len(value) <= 300 and value.isprintable() and ' ' not in value
 
 
 def clean_binding(
     data,  # A binding as found in a notebook (untrusted)
-)->dict:   # Only the known keys whose values have the right type, in `BINDING_KEYS` order
+)->dict:   # Only the known keys whose values have the right type, in `BINDING_KEYS` order, then `picked_at`
     "The usable part of a binding: unknown keys, wrong types and empty values dropped."
     if not isinstance(data, dict): return {}
-    return {k: data[k] for k in BINDING_KEYS if data.get(k) is not None and _valid(k, data[k])}
+    b = {k: data[k] for k in BINDING_KEYS if data.get(k) is not None and _valid(k, data[k])}
+    if isinstance(data.get('picked_at'), str) and len(data['picked_at']) <= 40: b['picked_at'] = data['picked_at']
+    return b
 
 
-def binding_layer(binding:dict)->dict:
-    "The binding as a settings layer: the effort picked for the reasoning model applies only while it answers."
-    layer = dict(binding or {})
-    if not layer.get('reasoning'): layer.pop('think', None)
-    return layer
+def stamp(binding:dict)->dict:
+    "`binding` marked with the time of this pick (newest wins on load: an output an old session left can't)."
+    return {**binding, 'picked_at': datetime.now(timezone.utc).isoformat(timespec='milliseconds')}
+
+
+def _may_choose(model, settings):
+    "Whether a saved notebook may choose `model`: only ids answered by servers the user configured."
+    return (model.startswith(tuple(LOCAL_PREFIXES)) or is_ollama_id(model)
+            or model.startswith('openai/') and bool(settings['api_base'])
+            or model in [m.strip() for m in settings['models'].split(',')])
+
+
+def screen_binding(
+    binding:dict,  # A binding read from a notebook file
+    settings,      # The settings without it (for `api_base` and `models`)
+)->tuple:          # (binding, warnings): the binding without the model ids a notebook may not choose
+    """Drop model ids that would send the notebook, with your keys, to a provider you did not configure.
+
+    A notebook someone sent you may choose Ollama models, the embedded model, `openai/NAME` on your own
+    `api_base`, and ids your `models` setting lists; anything else (`anthropic/...`, `openai/gpt-4o` with
+    no `api_base`) is ignored until you pick it yourself."""
+    out, warnings = dict(binding), []
+    for k in ('model', 'reasoning_model'):
+        if k in out and not _may_choose(out[k], settings):
+            warnings.append(f'the saved binding names `{out.pop(k)}`, which a notebook may not choose by itself: '
+                            f'pick it in the menu or with `%boop model`, or list it in the `models` setting')
+    return out, warnings
+
+
+def _keep_alive_text(v):
+    return {'0': 'unload after each reply', '-1': 'keep loaded forever'}.get(v, f'keep-alive {v} min' if v.isdigit()
+                                                                          else f'keep-alive {v}')
 
 
 def binding_text(binding:dict)->str:
     "One readable line, for the plain-text side of the display (and `nbconvert --to markdown`)."
-    b = binding or {}
+    b = {k: v for k,v in (binding or {}).items() if k in BINDING_KEYS}
     if not b: return 'boopiter binding · none (settings.ini and defaults apply)'
-    bits = [f'model {b.get("model") or "auto"}']
+    bits = [f'model {b.get("model") or "from settings"}']
     if b.get('reasoning_model') or 'reasoning' in b:
         effort = f', effort {b["think"]}' if b.get('think') else ''
         bits.append(f'reasoning {"on" if b.get("reasoning") else "off"} ({b.get("reasoning_model") or "no model"}{effort})')
-    if 'keep_alive' in b: bits.append(f'keep-alive {b["keep_alive"]} min' if b['keep_alive'].lstrip('-').isdigit()
-                                      else f'keep-alive {b["keep_alive"]}')
+    if 'keep_alive' in b: bits.append(_keep_alive_text(b['keep_alive']))
     if 'context_size' in b: bits.append(f'context {b["context_size"]:,} tokens' if b['context_size'] else 'context auto')
     return 'boopiter binding · ' + ' · '.join(bits)
 
@@ -72,7 +109,6 @@ def _payload(output):
     data = output.get('data') if isinstance(output, dict) else None
     value = data.get(BINDING_MIME) if isinstance(data, dict) else None
     if isinstance(value, str):   # some writers keep JSON mime types as text
-        import json
         try: value = json.loads(value)
         except ValueError: return None
     return value if isinstance(value, dict) else None
@@ -81,7 +117,8 @@ def _payload(output):
 def saved_binding(
     path:Path,  # The notebook file
 )->dict|None:   # The binding saved in it, or None if it has none or cannot be read
-    "The binding in the saved notebook at `path`: the last binding output in notebook order."
+    "The binding saved in the notebook at `path`: the most recently picked one, else the last in notebook order."
     from .notebook import saved_cells
-    found = [p for c in saved_cells(path) or [] for p in map(_payload, c.outputs) if p is not None]
-    return clean_binding(found[-1]) if found else None
+    found = [clean_binding(p) for c in saved_cells(path) or [] for p in map(_payload, c.outputs) if p is not None]
+    if not found: return None
+    return max(reversed(found), key=lambda b: b.get('picked_at', ''))   # ties: the last in notebook order

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 import requests
 from .errors import BoopError
-from .models import LOCAL_ID
+from .models import LOCAL_ID, is_ollama_id, ollama_tag
 from .settings import public_url
 
 BADGES = dict(tools='🔧', vision='👁️', thinking='🧠')
@@ -62,19 +62,21 @@ class Listing:
     entries: list = field(default_factory=list)
     problems: dict = field(default_factory=dict)   # source -> reason
 
-    @property
-    def ids(self)->list: return [e.id for e in self.entries]
-
-    def get(self, model_id:str)->ModelEntry|None: return next((e for e in self.entries if e.id == model_id), None)
+    def get(self, model_id:str)->ModelEntry|None:
+        "The entry for `model_id`, whichever way it is written (`ollama_chat/qwen3` finds `qwen3:latest`)."
+        want = ollama_tag(model_id) if model_id and is_ollama_id(model_id) else model_id
+        return next((e for e in self.entries if e.id == model_id or e.source == 'ollama' and e.id == want), None)
 
 
 def ollama_source(router, settings)->list:
-    client = router.ollama(settings)
+    "Ollama's models (`OllamaClient.models`); one whose `/api/show` failed is listed without capabilities, saying so."
     return [ModelEntry(m['name'], m['name'], 'ollama', tuple(m.get('capabilities') or ()), m.get('context_length'),
-                       m.get('size')) for m in client.models()]
+                       m.get('size'), note='capabilities unknown' if m.get('problem') else '')
+            for m in router.ollama(settings).models()]
 
 
 def endpoint_source(router, settings)->list:
+    "The models of the OpenAI-compatible server at `api_base` (its `/models`), as `openai/NAME`."
     base = settings['api_base'].rstrip('/')
     if not base: return []
     headers = {'Authorization': f'Bearer {router.api_key(settings)}'} if settings['api_key_env'] else {}
@@ -88,11 +90,13 @@ def endpoint_source(router, settings)->list:
 
 
 def declared_source(router, settings)->list:
+    "The ids the `models` setting names (any litellm id), taken as given."
     ids = [m.strip() for m in settings['models'].split(',') if m.strip()]
     return [ModelEntry(m, m, 'declared', note='litellm') for m in dict.fromkeys(ids)]
 
 
 def local_source(router, settings)->list:
+    "The embedded model, when it is installed."
     if not router.local.available(): return []
     return [ModelEntry(LOCAL_ID, LOCAL_ID.partition('/')[2], 'local', ('completion',), router.local.n_ctx,
                        note='tiny embedded model: works anywhere, real work wants Ollama')]
@@ -123,12 +127,13 @@ class Catalog:
         names = list(SOURCES)
         with ThreadPoolExecutor(len(names), thread_name_prefix='boopiter-list') as ex:
             futures = {n: ex.submit(SOURCES[n], self.router, settings) for n in names}
-        listing = Listing()
+        listing, seen = Listing(), set()
         for n,fut in futures.items():
             try: self._good[n] = entries = list(fut.result())
             except Exception as e:  # any failure of a source, whatever its library raised, greys it out
                 listing.problems[n] = why = _reason(e)
                 entries = [replace(e_, offline=why) for e_ in self._good.get(n, [])]
-            listing.entries += entries
+            for e in entries:   # an id two sources list (a `models` entry Ollama also has) is shown once
+                if e.id not in seen: seen.add(e.id); listing.entries.append(e)
         self.last = listing
         return listing

@@ -20,11 +20,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class, cell_magic, line_magic
 from IPython.core.magic_arguments import magic_arguments, argument, parse_argstring
 from traitlets import Unicode, Integer, Float, Bool
-from .binding import binding_bundle, binding_layer, binding_text, clean_binding, saved_binding
+from .binding import binding_bundle, binding_text, clean_binding, saved_binding, screen_binding, stamp
 from .capture import CellRecorder
 from .context import prompt_text, SYSTEM_PROMPT
 from .errors import BoopError, ReplyBroken, ReplyStalled, ReplyInterrupted
-from .settings import SETTINGS, DEFAULTS, load_settings, public_url
+from .models import is_ollama_id, ollama_name, picked_model
+from .settings import SETTINGS, DEFAULTS, THINK_LEVELS, load_settings, public_url, short_source
 
 log = logging.getLogger('boopiter_ext')
 
@@ -57,6 +58,7 @@ class BoopMagics(Magics):
     timeout = _trait('timeout')
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
+    unload_others = _trait('unload_others')
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
                               "parser, and litellm unless the configured model is served by Ollama directly (which "
                               "never needs litellm).").tag(config=True)
@@ -67,6 +69,7 @@ class BoopMagics(Magics):
         # picks made in this kernel; until there are some, the binding saved in the notebook file applies
         self._binding, self._binding_id = None, f'boopiter-binding-{uuid.uuid4().hex}'
         self._lock = threading.Lock()   # widget callbacks may run on a comm subshell's thread
+        self._tidier = None
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
 
@@ -89,7 +92,8 @@ class BoopMagics(Magics):
         "Undo `start`: stop recording, close the brain menu and HTTP sessions, stop the embedded model."
         self.recorder.unregister()
         if self._toolbar is not None: self._toolbar.close()
-        self._toolbar = None
+        if self._tidier is not None: self._tidier.stop()
+        self._toolbar = self._tidier = None
         atexit.unregister(self.close_router)
         self.close_router()
 
@@ -112,9 +116,9 @@ class BoopMagics(Magics):
         return self._catalog
 
     def _ollama_only(self):
-        from .models import is_ollama_id
-        model = self.settings(nb=self.notebook())['model']
-        return bool(model) and is_ollama_id(model)
+        s = self.settings(nb=self.notebook())
+        models = [m for m in (s['model'], s['reasoning_model']) if m]
+        return bool(s['model']) and all(map(is_ollama_id, models))
 
     # -- settings
     def notebook(self):
@@ -122,50 +126,68 @@ class BoopMagics(Magics):
         from .notebook import notebook_path
         return notebook_path(self.shell.user_ns)
 
-    def settings(self, cell:dict=None, nb=None):
-        "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
+    def _resolve(self, cell, nb, binding):
         runtime = {k: getattr(self, k) for k in self._set_since_load}   # `%config` since loading
         config = {k: v for k,v in self._at_load.items() if v != DEFAULTS[k]}
-        return load_settings(cell=cell, binding=binding_layer(self.binding(nb)), runtime=runtime, config=config,
-                             start=nb.parent if nb else None)
+        return load_settings(cell=cell, binding=binding, runtime=runtime, config=config, start=nb.parent if nb else None)
+
+    def settings(self, cell:dict=None, nb=None):
+        "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
+        binding, warnings = (self._binding, []) if self._binding is not None else self._saved_binding(nb)
+        s = self._resolve(cell, nb, binding)
+        if s.source['think'] == 'notebook binding' and not s['reasoning']:   # the menu's effort is the reasoning model's
+            s = self._resolve(cell, nb, {k: v for k,v in binding.items() if k != 'think'})
+        s.warnings += warnings
+        return s
 
     # -- the binding (binding.py): picks saved in this notebook's outputs
+    def _saved_binding(self, nb)->tuple:
+        "(binding, warnings): the binding saved in the notebook file `nb`, without ids a notebook may not choose."
+        saved = saved_binding(nb) if nb else None
+        return screen_binding(saved, self._resolve(None, nb, None)) if saved else ({}, [])
+
     def binding(self, nb=None)->dict:
         "The notebook's binding: the picks made in this kernel, else those saved in the notebook file `nb`."
-        if self._binding is not None: return self._binding
-        return (saved_binding(nb) if nb else None) or {}
+        return self._binding if self._binding is not None else self._saved_binding(nb)[0]
 
     def set_binding(self, **changes):
         "Change the binding (None removes a pick), update every binding display, then tidy Ollama's memory."
         with self._lock:
-            self._binding = clean_binding({**self.binding(self.notebook()), **changes})
-        self.show_binding(update=True)
+            old = self.binding(self.notebook())
+            new = clean_binding({**old, **changes})
+            if new != old: new = stamp(new)   # an unchanged pick keeps its time: re-running a cell makes no diff
+            self._binding, data, md = new, *binding_bundle(new)
+        self._display_binding(data, md, update=True)
         if self._toolbar is not None: self._toolbar.show()
-        threading.Thread(target=self._sync_memory, name='boopiter-unload', daemon=True).start()
+        if self.settings(nb=self.notebook())['unload_others']:
+            if self._tidier is None:
+                from .ollama import MemoryTidier
+                self._tidier = MemoryTidier(self._memory_picks)
+            self._tidier.ask()
 
-    def show_binding(self, update:bool=False):
-        "Show the binding as an output of its own (or update every one shown), which is what saving the notebook keeps."
+    def show_binding(self):
+        "Show the binding as an output of its own (every one shown is kept current); saving the notebook keeps it."
+        self._display_binding(*binding_bundle(self.binding(self.notebook())))
+
+    def _display_binding(self, data, md, update=False):
         from IPython.display import display
         if update and not hasattr(self.shell, 'kernel'): return   # a terminal cannot update what it printed
-        data, md = binding_bundle(self.binding(self.notebook()))
         display(data, raw=True, metadata=md, display_id=self._binding_id, update=update)
 
-    def _sync_memory(self):
-        "Keep the standard and reasoning picks in Ollama's memory and unload every other model (off the main thread)."
+    def _memory_picks(self)->tuple|None:
+        "(Ollama client, models to keep in memory): the standard and reasoning picks; None if Ollama is out of reach."
         from .errors import OllamaError
-        from .ollama import sync_ollama_loaded
         s = self.settings(nb=self.notebook())
         client = self.router.ollama(s)
-        try: keep = [s['model'] or next(iter(client.tags_names()), None), s['reasoning_model']]
-        except OllamaError: return   # nothing to tidy on an Ollama we cannot reach
-        sync_ollama_loaded(keep, client)
+        try: return client, [s['model'] or next(iter(client.tags_names()), None), s['reasoning_model']]
+        except OllamaError: return None
 
     # -- magics
     @magic_arguments()
     @argument('-m', '--model', help="Model for this cell only: an Ollama name, ollama_chat/NAME, local/smollm2-135m "
                                     "or any litellm id (openai/NAME with api_base, a cloud id with its key in the "
                                     "environment).")
-    @argument('--think', choices=['l', 'm', 'h', 'off'], help="Reasoning effort for thinking models.")
+    @argument('--think', choices=THINK_LEVELS, help="Reasoning effort for thinking models.")
     @argument('--no-context', action='store_true', help="Send only this prompt, not the notebook above it.")
     @cell_magic
     def prompt(self, line, cell):
@@ -214,6 +236,7 @@ class BoopMagics(Magics):
         self.show_binding()
 
     def _boop_model(self, arg):
+        if len(arg.split()) > 1: raise UsageError('Usage: `%boop model NAME` (one model id), or `%boop model --clear`.')
         if arg == '--clear': self.set_binding(model=None)
         elif arg:
             self._check_model(arg)
@@ -228,7 +251,7 @@ class BoopMagics(Magics):
             self.set_binding(reasoning=parts == ['on'])
         elif parts:
             name, *effort = parts
-            if len(effort) > 1 or effort and effort[0] not in ('l', 'm', 'h', 'off'):
+            if len(effort) > 1 or effort and effort[0] not in THINK_LEVELS:
                 raise UsageError('Usage: `%boop reasoning NAME [l|m|h]`, `%boop reasoning on` or `%boop reasoning off`.')
             self._check_model(name, thinking=True)
             self.set_binding(reasoning_model=name, reasoning=True, **dict(think=effort[0]) if effort else {})
@@ -239,17 +262,16 @@ class BoopMagics(Magics):
         from .catalog import human_size
         rows = [(e.id, ', '.join(c for c in e.capabilities if c != 'completion') or '-',
                  f'{e.context_length:,}' if e.context_length else '-', human_size(e.size) or '-',
-                 e.note + (f'offline: {e.offline}' if e.offline else '')) for e in listing.entries]
+                 ' · '.join(filter(None, [e.note, e.offline and f'offline: {e.offline}']))) for e in listing.entries]
         head = ('model', 'capabilities', 'context', 'size', '')
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
         lines = ['  '.join(c.ljust(w) for c,w in zip(r, widths)) + '  ' + r[4] for r in [head, *rows]]
-        lines += [f'{src} is down: {why}' for src,why in listing.problems.items()]
+        lines += [f'{src} (not listed now): {why}' for src,why in listing.problems.items()]
         print('\n'.join(l.rstrip() for l in lines) if rows or listing.problems else 'No models in reach.')
 
     def _check_model(self, name, thinking=False):
         "Refuse a model Ollama says it does not have (or, for reasoning, one that cannot think); other ids are trusted."
         from .errors import OllamaError, OllamaModelNotFound
-        from .models import is_ollama_id, ollama_name
         if not is_ollama_id(name): return
         try: caps = self.router.ollama(self.settings(nb=self.notebook())).model_info(ollama_name(name))['capabilities']
         except OllamaModelNotFound as e: raise UsageError(str(e)) from None
@@ -264,7 +286,6 @@ class BoopMagics(Magics):
         try:
             model, note = self.router.resolve(s)
             route, info = self.router.describe(model, s), self.router.model_info(model, s)
-            from .models import picked_model
             model_line = f'{model} ({note or "from " + picked_model(s)[1]})'
             if s['reasoning'] and s['reasoning_model'] == model: model_line += ', the reasoning model'
             endpoint = f'{route["name"]} at {route["endpoint"]}' if route['endpoint'] else route['name']
@@ -278,7 +299,10 @@ class BoopMagics(Magics):
                     cells=f'{len(self.recorder.cells())} recorded')
         rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')
                      if s.source[k] != 'default'})
-        print('\n'.join(f'{k:<9} {v}' for k,v in rows.items()) + ''.join(f'\nwarning   {w}' for w in s.warnings))
+        warnings = s.warnings + [f'`%config BoopMagics.{k}` is outranked by the notebook\'s binding ({k} = {s[k]}); '
+                                 f'`%boop model --clear` or the menu changes it' for k in sorted(self._set_since_load)
+                                 if s.source[k] == 'notebook binding' and getattr(self, k) != s[k]]
+        print('\n'.join(f'{k:<9} {v}' for k,v in rows.items()) + ''.join(f'\nwarning   {w}' for w in warnings))
 
     # -- answering
     def _answer(self, question, settings, nb, with_context=True):
@@ -289,8 +313,8 @@ class BoopMagics(Magics):
         self._check_think(model, settings, info)
         cells = self._cells_above(nb) if with_context else []
         msgs, ledger = self._context(question, settings, info, cells)
-        from .models import picked_model
-        route = dict(router.describe(model, settings), note=note, picked_by=picked_model(settings)[1] or 'auto')
+        note = '; '.join(filter(None, [note, *(w for w in settings.warnings if w.startswith('the saved binding'))]))
+        route = dict(router.describe(model, settings), note=note, picked_by=short_source(picked_model(settings)[1]))
         self._stream(model, msgs, settings, info, route, ledger)
 
     def _cells_above(self, nb):

@@ -12,7 +12,7 @@ With no model configured, the first model Ollama lists answers; if Ollama is unr
 models, the embedded model does (when installed); otherwise `NoModel` says how to get one.
 """
 
-__all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'picked_model', 'LOCAL_ID']
+__all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'ollama_tag', 'picked_model', 'LOCAL_ID']
 
 import os
 from .errors import NoModel, OllamaError, OllamaUnreachable, SettingsError
@@ -30,6 +30,12 @@ def is_ollama_id(model:str)->bool:
 def ollama_name(model:str)->str:
     "The name Ollama knows `model` by (`ollama_chat/qwen3` -> `qwen3`)."
     return next((model[len(p):] for p in _PREFIXES if model.startswith(p)), model)
+
+
+def ollama_tag(model:str)->str:
+    "The name with its tag, as `/api/tags` and `/api/ps` write it (`ollama_chat/qwen3` -> `qwen3:latest`)."
+    name = ollama_name(model)
+    return name if ':' in name.rpartition('/')[2] else name + ':latest'
 
 
 def route_name(model:str)->str:

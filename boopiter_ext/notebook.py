@@ -66,9 +66,10 @@ def saved_cells(
     try:
         st = path.stat()
         key = (str(path), st.st_mtime_ns, st.st_size)
-        if key not in _cache:
-            cells = json.loads(path.read_text(encoding='utf-8')).get('cells', [])
+        if (cells := _cache.get(key)) is None:   # one file cached; readers on other threads may race: harmless
+            raw = json.loads(path.read_text(encoding='utf-8')).get('cells', [])
+            cells = [_cell(c) for c in raw if isinstance(c, dict) and c.get('cell_type') in ('code', 'markdown')]
             _cache.clear()
-            _cache[key] = [_cell(c) for c in cells if isinstance(c, dict) and c.get('cell_type') in ('code', 'markdown')]
-        return _cache[key]
+            _cache[key] = cells
+        return cells
     except (OSError, ValueError, AttributeError, TypeError): return None   # unreadable: treated as unknown

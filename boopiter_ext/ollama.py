@@ -9,16 +9,18 @@ only module that catches `requests` exceptions; it re-raises them as `errors.Oll
 friends, with messages that say where it looked and what to do.
 """
 
-__all__ = ['OllamaClient', 'keep_alive_value', 'think_value', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded']
+__all__ = ['OllamaClient', 'keep_alive_value', 'think_value', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded',
+           'MemoryTidier']
 
-import json, os, warnings
+import json, logging, os, threading, warnings
+from contextlib import nullcontext
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 import requests
 from urllib3.exceptions import ReadTimeoutError
 from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken, ReplyStalled
 from .messages import msg_text, msg_images
-from .models import is_ollama_id, ollama_name
+from .models import is_ollama_id, ollama_name, ollama_tag
 from .settings import EFFORTS, ollama_url, public_url
 
 
@@ -217,35 +219,72 @@ class OllamaClient:
 
 
 def _client(client):
-    return client if client is not None else OllamaClient(os.environ.get('OLLAMA_HOST', ''))
+    "`client`, or a new client for `OLLAMA_HOST` that is closed after use."
+    return nullcontext(client) if client is not None else OllamaClient(os.environ.get('OLLAMA_HOST', ''))
 
 
-def _tagged(name): return name if ':' in name.rpartition('/')[2] else name + ':latest'
+def _warn(msg): warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
 def ollama_loaded(client:OllamaClient=None)->list:
     "Names of the models Ollama holds in memory (`/api/ps`), or `[]` when it cannot be asked."
-    try: return _client(client).loaded()
+    try:
+        with _client(client) as c: return c.loaded()
     except OllamaError: return []
 
 
 def unload_ollama_model(
     name:str,                   # An Ollama name or `ollama_chat/NAME`
     client:OllamaClient=None,   # Default: a client for `OLLAMA_HOST`
+    warn=_warn,                 # Called with the message if Ollama refuses
 )->bool:                        # Whether Ollama confirmed the unload
     "Unload `name` from Ollama's memory; warns (and returns False) if that fails."
-    try: _client(client).unload(name)
-    except OllamaError as e:
-        warnings.warn(f'Could not unload {name}: {e}', RuntimeWarning, stacklevel=2)
-        return False
-    return True
+    with _client(client) as c:
+        try: c.unload(name)
+        except OllamaModelNotFound: warn(f'Could not unload {name}: Ollama at {c.where} does not have it.')
+        except OllamaError as e: warn(f'Could not unload {name}: {e}')
+        else: return True
+    return False
 
 
 def sync_ollama_loaded(
     keep,                       # Model ids to keep: bare names or `ollama_chat/` ids; None and non-Ollama ids are ignored
     client:OllamaClient=None,   # Default: a client for `OLLAMA_HOST`
+    warn=_warn,                 # Called with the message of each unload that fails
 )->list:                        # The names unloaded
     "Unload every model Ollama holds in memory except those in `keep`: one `/api/ps` when there is nothing to do."
-    client = _client(client)
-    keep = {_tagged(ollama_name(m)) for m in keep or () if m and is_ollama_id(m)}
-    return [n for n in ollama_loaded(client) if _tagged(n) not in keep and unload_ollama_model(n, client)]
+    keep = {ollama_tag(m) for m in keep or () if m and is_ollama_id(m)}
+    with _client(client) as c:
+        return [n for n in ollama_loaded(c) if ollama_tag(n) not in keep and unload_ollama_model(n, c, warn)]
+
+
+class MemoryTidier:
+    """Runs `sync_ollama_loaded` on one background thread whenever asked; asks made while it runs merge
+    into one more pass, so scrolling through a model list does not start a thread per model."""
+    def __init__(self,
+                 picks):  # picks() -> (client, keep) to tidy now, or None to skip
+        self.picks, self._asked, self._stopping, self._thread = picks, threading.Event(), False, None
+        self._lock = threading.Lock()
+
+    def ask(self):
+        "Tidy soon, off the calling thread."
+        with self._lock:
+            if self._stopping: return
+            self._asked.set()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name='boopiter-tidy-memory', daemon=True)
+                self._thread.start()
+
+    def _run(self):
+        log = logging.getLogger('boopiter_ext')
+        while self._asked.wait() and not self._stopping:
+            self._asked.clear()
+            try:
+                if (picks := self.picks()) is not None: sync_ollama_loaded(picks[1], picks[0], warn=log.warning)
+            except Exception: log.warning('boopiter_ext: tidying Ollama\'s memory failed', exc_info=True)
+
+    def stop(self, timeout:float=5.0):
+        "Finish the pass under way (if any) and end the thread."
+        with self._lock: self._stopping, thread = True, self._thread
+        self._asked.set()
+        if thread is not None: thread.join(timeout)

@@ -149,6 +149,11 @@ def summary_line(reply, route:dict=None)->str:
     return ' · '.join(bits)
 
 
+def _picked_by(route):
+    by = route.get('picked_by')
+    return '' if not by else ', picked automatically' if by == 'auto' else f', picked by {by}'
+
+
 def details_html(
     reply,              # A finished or streaming `Reply`
     route:dict=None,    # Where it was answered: `name`, `endpoint`, optional `note`
@@ -157,7 +162,7 @@ def details_html(
     "The collapsed details block: model, endpoint, finish reason, tokens, timings and the context ledger."
     route, info = route or {}, reply.info
     rows = [f'Model: {reply.model}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
-            + (f', picked by {route["picked_by"]}' if route.get('picked_by') else ''),
+            + _picked_by(route),
             f'Finish: {info.get("finish_reason") or reply.status}']
     if reply.status not in ('done', 'streaming'): rows.append(f'Status: {STATUS_NOTES.get(reply.status, reply.status)}')
     toks = f'{_fmt_int(info["prompt_tokens"])} prompt + ' if info.get('prompt_tokens') else ''

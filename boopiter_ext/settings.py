@@ -20,11 +20,12 @@ So a project's file beats a user's machine-wide defaults, and what you type in t
 
 API keys are never read from a settings file or a notebook: they come from the environment only
 (`OPENAI_API_KEY`, ...), so no secret can land in a saved `.ipynb` or a committed `settings.ini`. A
-custom `api_base` gets a key only from the variable `api_key_env` names.
+custom `api_base` gets a key only from the variable `api_key_env` names, and only your own settings may
+name it (a project's settings.ini may not).
 """
 
-__all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini',
-           'user_ini', 'ollama_url', 'public_url']
+__all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini',
+           'user_ini', 'ollama_url', 'public_url', 'short_source']
 
 import configparser, os, re
 from pathlib import Path
@@ -48,11 +49,14 @@ SETTINGS = dict(  # key: (type, default, help)
     max_tokens=(int, 0, "Longest reply in tokens. 0: the model's own limit."),
     think=(str, '', "Reasoning effort for thinking models: `l`, `m`, `h` or `off`. Empty: the model's default. "
                     "An effort picked in the brain menu applies only while `reasoning` is on."),
+    unload_others=(bool, True, "After a pick changes, unload every other model Ollama holds in memory (ones other "
+                               "programs loaded too), keeping the standard and reasoning picks."),
     clip=(int, 4000, "Characters kept from each cell output; the middle of longer outputs is cut, with a marker."),
     system_prompt=(str, '', "Extra instructions appended to the built-in system prompt."),
 )
 DEFAULTS = {k: d for k,(t,d,h) in SETTINGS.items()}
 EFFORTS = dict(l='low', m='medium', h='high')   # `think` levels as the servers name them
+THINK_LEVELS = ('l', 'm', 'h', 'off')
 _SECRET = re.compile(r'key|token|secret|password', re.I)
 
 
@@ -136,12 +140,23 @@ def load_settings(
     environ = os.environ if environ is None else environ
     proj, user = project_ini(start), user_ini(environ)
     pvals, pwarn = read_ini(proj) if proj else ({}, [])
+    if 'api_key_env' in pvals:   # a cloned repository must not pick which of your variables goes to its server
+        del pvals['api_key_env']
+        pwarn.append(f'{proj}: `api_key_env` ignored: name the key variable in your own settings '
+                     f'({user}) or with `%config BoopMagics.api_key_env`')
     uvals, uwarn = read_ini(user) if user.is_file() else ({}, [])
     res = resolve_settings(('cell option', cell), ('notebook binding', binding), ('%config', runtime),
                            (str(proj), pvals), (str(user), uvals), ('c.BoopMagics', config),
                            ('OLLAMA_HOST', dict(host=environ.get('OLLAMA_HOST'))))
     res.warnings = pwarn + uwarn
     return res
+
+
+def short_source(
+    source:str,  # A layer name from `Settings.source`; files are named by their path
+)->str:          # The same without a path, fit to save in a notebook (a path would show your home folder)
+    "Where a value came from, short: `settings.ini` for either file; `auto` when nothing set it."
+    return 'auto' if not source or source == 'default' else 'settings.ini' if source.endswith('.ini') else source
 
 
 def ollama_url(

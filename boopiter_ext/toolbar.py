@@ -1,8 +1,9 @@
 """The brain menu that `%boop` shows: core ipywidgets, so it works in JupyterLab, Notebook 7 and VS Code
 with no extension and no CDN.
 
-    model [qwen3:1.7b 🔧🧠 · 1.4 GB ▾]   🧠 reasoning [qwen3:8b ▾] L M H   keep [default ▾]   context [auto ▾]   ⟳
-    answering: qwen3:1.7b · Ollama at 127.0.0.1:11434: 3 models
+    model [qwen3:1.7b 🔧🧠 · 1.4 GB ▾]  (reasoning)  [qwen3:8b 🔧🧠 · 5.2 GB ▾]  auto L M H
+    keep [default ▾]  context [auto ▾]  ⟳
+    answering: qwen3:1.7b (notebook binding) · 40,960-token context · 1.4 GB · models: 3 ollama, 1 local
 
 Each control writes the notebook's binding (`BoopMagics.set_binding`), which keeps the saved binding
 display current; the widgets themselves hold no state that matters after the kernel goes away.
@@ -11,33 +12,40 @@ Callbacks never print: output from a widget callback lands in JupyterLab's log c
 
 __all__ = ['Toolbar']
 
+import threading
+from collections import Counter
 from html import escape
 import ipywidgets as W
 from .catalog import human_size
 from .models import LOCAL_ID, picked_model
+from .settings import short_source
 
-KEEP_ALIVE = [('Ollama default', ''), ('unload after each reply', '0'), ('1 min', '1'), ('5 min', '5'),
+KEEP_ALIVE = [('default', ''), ('unload after each reply', '0'), ('1 min', '1'), ('5 min', '5'),
               ('15 min', '15'), ('1 hour', '60'), ('forever', '-1')]
 CONTEXT_SIZES = [2048, 4096, 8192, 16384, 32768, 65536, 131072]
-EFFORTS = [('L', 'l'), ('M', 'm'), ('H', 'h')]
+EFFORTS = [('auto', ''), ('L', 'l'), ('M', 'm'), ('H', 'h')]
 
 
-def _unlisted(value, options):
+def _size_label(n): return 'auto' if not n else f'{n // 1024}k' if n % 1024 == 0 else f'{n:,}'
+
+
+def _unlisted(value, options, label=lambda v: f'{v} · not listed'):
     "Keep a value that is not among `options` visible (a pick whose model is gone), instead of silently replacing it."
-    return options if value in [v for _,v in options] else [*options, (f'{value} · not listed', value)]
+    return options if value in [v for _,v in options] else [*options, (label(value), value)]
 
 
 class Toolbar:
     "The brain menu for one kernel: shown by every `%boop`, all views stay in sync."
     def __init__(self, magics):
-        self.magics, self._quiet = magics, False
+        # the lock keeps a callback on a comm subshell's thread from interleaving with `show` on the main thread
+        self.magics, self._quiet, self._lock = magics, False, threading.RLock()
         wide, narrow = W.Layout(width='310px'), W.Layout(width='185px')
         self.model = W.Dropdown(description='model', layout=wide, style=dict(description_width='42px'))
         self.use_reasoning = W.ToggleButton(description='reasoning', icon='lightbulb-o', layout=W.Layout(width='110px'),
                                             tooltip='Answer with the reasoning model instead of the standard one')
         self.reasoning_model = W.Dropdown(layout=W.Layout(width='230px'))
-        self.effort = W.ToggleButtons(options=EFFORTS, value=None, tooltips=['low effort', 'medium effort', 'high effort'],
-                                      style=dict(button_width='44px'))
+        self.effort = W.ToggleButtons(options=EFFORTS, value='', style=dict(button_width='44px'),
+                                      tooltips=["the model's default effort", 'low effort', 'medium effort', 'high effort'])
         self.keep_alive = W.Dropdown(description='keep', layout=narrow, style=dict(description_width='36px'),
                                      tooltip='How long Ollama keeps the model in memory after a reply')
         self.context = W.Dropdown(description='context', layout=W.Layout(width='150px'), style=dict(description_width='52px'),
@@ -62,14 +70,15 @@ class Toolbar:
 
     # -- from the widgets to the binding
     def _picked(self, key, value):
-        if self._quiet: return
-        self.magics.set_binding(**{key: None if value in ('', None) else value})
+        with self._lock:
+            if not self._quiet: self.magics.set_binding(**{key: None if value in ('', None) else value})
 
     # -- from the binding and the listing to the widgets
     def refresh(self):
         "List the models again and update the controls; nothing is redrawn when nothing changed."
-        self.magics.catalog.refresh(self.magics.settings(nb=self.magics.notebook()))
-        self.show()
+        with self._lock:
+            self.magics.catalog.refresh(self.magics.settings(nb=self.magics.notebook()))
+            self.show()
 
     def _set(self, widget, options=None, value=None):
         "Set options (only if they changed, so a refresh with nothing new redraws nothing) and value, quietly."
@@ -83,21 +92,27 @@ class Toolbar:
 
     def show(self):
         "Bring every control in line with the current settings and listing."
-        s, listing = self.magics.settings(nb=self.magics.notebook()), self.magics.catalog.last
+        with self._lock: self._show()
+
+    def _show(self):
+        nb = self.magics.notebook()
+        s, binding, listing = self.magics.settings(nb=nb), self.magics.binding(nb), self.magics.catalog.last
         entries = listing.entries
-        models = _unlisted(s['model'], [('default: settings, else the first Ollama model', ''),
-                                        *[(e.label, e.id) for e in entries]])
-        thinkers = _unlisted(s['reasoning_model'], [('no reasoning model', ''),
-                                                    *[(e.label, e.id) for e in entries if e.thinking]])
+        def listed(model): return listing.get(model).id if listing.get(model) else model   # `ollama_chat/x` is x
+        model, thinker = listed(s['model']), listed(s['reasoning_model'])
+        models = _unlisted(model, [('default: settings, else the first Ollama model', ''),
+                                   *[(e.label, e.id) for e in entries]])
+        thinkers = _unlisted(thinker, [('no reasoning model', ''), *[(e.label, e.id) for e in entries if e.thinking]])
         entry = listing.get(picked_model(s)[0])
         cap = entry.context_length if entry else None
-        sizes = [('auto', 0), *[(f'{n // 1024}k', n) for n in CONTEXT_SIZES if not cap or n <= cap]]
-        self._set(self.model, tuple(models), s['model'])
-        self._set(self.reasoning_model, tuple(thinkers), s['reasoning_model'])
+        sizes = [(_size_label(n), n) for n in [0, *CONTEXT_SIZES] if not cap or n <= cap]
+        effort = binding.get('think') or s['think']   # the effort picked here, even while the standard model answers
+        self._set(self.model, tuple(models), model)
+        self._set(self.reasoning_model, tuple(thinkers), thinker)
         self._set(self.use_reasoning, value=bool(s['reasoning']))
-        self._set(self.effort, value=s['think'] if s['think'] in ('l', 'm', 'h') else None)
+        self._set(self.effort, value=effort if effort in ('l', 'm', 'h') else '')
         self._set(self.keep_alive, tuple(_unlisted(str(s['keep_alive']), KEEP_ALIVE)), str(s['keep_alive']))
-        self._set(self.context, tuple(_unlisted(s['context_size'], sizes)), s['context_size'])
+        self._set(self.context, tuple(_unlisted(s['context_size'], sizes, _size_label)), s['context_size'])
         self.use_reasoning.button_style = 'info' if s['reasoning'] else ''
         self.reasoning_model.disabled = self.effort.disabled = len(thinkers) == 1 and not s['reasoning_model']
         html = self._status_html(s, listing)
@@ -106,18 +121,16 @@ class Toolbar:
     def _status_html(self, s, listing):
         model, source = picked_model(s)
         entry = listing.get(model)
-        if model: answering = f'answering: <b>{escape(model)}</b>' + (f' ({escape(source)})' if source else '')
+        if model: answering = f'answering: <b>{escape(model)}</b> ({escape(short_source(source))})'
         else:
             first = next((e for e in listing.entries if e.source == 'ollama' and not e.offline), None)
             auto = first.id if first else LOCAL_ID if listing.get(LOCAL_ID) else 'none available'
             answering = f'answering: <b>{escape(auto)}</b> (auto)'
         if entry and entry.context_length: answering += f' · {entry.context_length:,}-token context'
         if entry and entry.size: answering += f' · {human_size(entry.size)}'
-        counts = {}
-        for e in listing.entries: counts[e.source] = counts.get(e.source, 0) + 1
-        found = ', '.join(f'{n} {src}' for src,n in counts.items())
+        found = ', '.join(f'{n} {src}' for src,n in Counter(e.source for e in listing.entries).items())
         rows = [f'{answering} · models: {escape(found) or "none"}']
         rows += [f'<span style="opacity:.6">{escape(src)}: {escape(why)}'
-                 f'{" (showing the last list, greyed as offline)" if any(e.source == src for e in listing.entries) else ""}'
+                 f'{" (showing the last list, marked offline)" if any(e.source == src for e in listing.entries) else ""}'
                  f'</span>' for src,why in listing.problems.items()]
         return '<div style="font-size:12px; line-height:1.5">' + '<br>'.join(rows) + '</div>'

@@ -68,6 +68,7 @@ class TerminalView:
     def final(self, reply)->dict:
         self.update(reply)
         plain = reply_plain(reply)
-        self._write(plain[self.printed:] + f'\n[{summary_line(reply)}]\n')
+        warning = f'\n[warning: {self.ledger["warning"]}]' if (self.ledger or {}).get('warning') else ''
+        self._write(plain[self.printed:] + f'\n[{summary_line(reply)}]{warning}\n')
         data, md = reply_bundle(reply, self.route, self.ledger)
         return dict(output_type='display_data', data=data, metadata=md)

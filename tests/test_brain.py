@@ -19,8 +19,13 @@ def pick(k, description, starts):
     return k.set_widget(cid, index=next(i for i,l in enumerate(state['_options_labels']) if l.startswith(starts)))
 
 
-def binding_updates(res):
-    return [c['data'][MIME] for t,kind,c in res.messages if kind == 'update_display_data' and MIME in c['data']]
+def untimed(binding): return {k: v for k,v in binding.items() if k != 'picked_at'}
+
+
+def binding_updates(res, timed=False):
+    "The binding payloads the kernel sent as display updates (without the time of each pick, unless `timed`)."
+    found = [c['data'][MIME] for t,kind,c in res.messages if kind == 'update_display_data' and MIME in c['data']]
+    return found if timed else list(map(untimed, found))
 
 
 def wait_for(cond, timeout=5.0):
@@ -67,8 +72,9 @@ def test_reasoning_toggle_effort_keep_alive_and_context_reach_the_wire(kernel, s
     kernel.run('%boop model smollm2:135m')
     kernel.run('%boop')
     pick(kernel, '', 'qwen3:1.7b')
-    effort = kernel.widget(_model_name='ToggleButtonsModel')[0]
-    kernel.set_widget(effort, index=2)
+    effort, state = kernel.widget(_model_name='ToggleButtonsModel')
+    assert state['_options_labels'] == ['auto', 'L', 'M', 'H']
+    kernel.set_widget(effort, index=3)
     res = kernel.set_widget(kernel.widget(_model_name='ToggleButtonModel')[0], value=True)
     assert binding_updates(res)[-1] == dict(version=1, model='smollm2:135m', reasoning_model='qwen3:1.7b',
                                             reasoning=True, think='h')
@@ -82,6 +88,7 @@ def test_reasoning_toggle_effort_keep_alive_and_context_reach_the_wire(kernel, s
     kernel.run('%%prompt\nplain answer')
     chat = srv.last_chat()
     assert chat['model'] == 'smollm2:135m' and 'think' not in chat   # the effort belongs to the reasoning model
+    assert kernel.widgets[effort]['index'] == 3   # and the menu still shows it
 
 
 def test_refresh_redraws_only_when_the_listing_changed(kernel, srv):
@@ -100,17 +107,21 @@ def test_refresh_redraws_only_when_the_listing_changed(kernel, srv):
 def test_binding_from_code_and_bad_picks(kernel, srv):
     res = kernel.run('%boop model qwen3:1.7b')
     [out] = res.outputs
-    assert out['data'][MIME] == dict(version=1, model='qwen3:1.7b') and out['metadata'] == {'boopiter': {'binding': True}}
+    assert untimed(out['data'][MIME]) == dict(version=1, model='qwen3:1.7b')
+    assert out['metadata'] == {'boopiter': {'binding': True}}
+    assert kernel.run('%boop model qwen3:1.7b').outputs == [out]   # re-running changes nothing: no diff when saved
     res = kernel.run('%boop model nope:1b')
     assert res.status == 'error' and res.text.startswith('UsageError: Ollama at') and res.text.count('\n') == 1
     assert 'ollama pull nope:1b' in res.text and 'qwen3:1.7b' in res.text
     res = kernel.run('%boop reasoning gemma3:4b')
     assert res.status == 'error' and 'not a thinking model' in res.text
     res = kernel.run('%boop reasoning qwen3:1.7b h')
-    assert res.outputs[-1]['data'][MIME] == dict(version=1, model='qwen3:1.7b', reasoning_model='qwen3:1.7b',
-                                                 reasoning=True, think='h')
-    assert kernel.run('%boop model --clear').outputs[-1]['data'][MIME] == dict(version=1, reasoning_model='qwen3:1.7b',
-                                                                              reasoning=True, think='h')
+    assert untimed(res.outputs[-1]['data'][MIME]) == dict(version=1, model='qwen3:1.7b', reasoning_model='qwen3:1.7b',
+                                                          reasoning=True, think='h')
+    assert untimed(kernel.run('%boop model --clear').outputs[-1]['data'][MIME]) == \
+        dict(version=1, reasoning_model='qwen3:1.7b', reasoning=True, think='h')
+    res = kernel.run('%boop model qwen3 h')
+    assert res.status == 'error' and 'one model id' in res.text
     text = kernel.run('%boop models').text
     assert 'qwen3:1.7b          tools, thinking  40,960   1.4 GB' in text
 
@@ -127,7 +138,7 @@ def _saved_notebook_with_a_pick(srv, tmp_path):
     with KernelSession(tmp_path, env={'OLLAMA_HOST': srv.host}) as k:
         k.run('%load_ext boopiter_ext')
         shown = k.run('%boop').outputs
-        [bound] = binding_updates(pick(k, 'model', 'smollm2:135m'))
+        [bound] = binding_updates(pick(k, 'model', 'smollm2:135m'), timed=True)
     view, binding = shown
     binding['data'][MIME] = {**bound, 'host': '127.0.0.1:1'}   # a key a notebook may not set is ignored on load
     nb = nbformat.v4.new_notebook(metadata=dict(kernelspec=dict(name='python3', display_name='Python 3', language='python')))
@@ -136,11 +147,11 @@ def _saved_notebook_with_a_pick(srv, tmp_path):
                 nbformat.v4.new_code_cell('x = 6 * 7'), nbformat.v4.new_code_cell('%%prompt\nWhat is x?')]
     path = tmp_path/'bound.ipynb'
     nbformat.write(nb, path)
-    return path
+    return path, bound
 
 
 def test_headless_run_all_uses_the_binding_saved_in_the_notebook(srv, tmp_path, monkeypatch):
-    path = _saved_notebook_with_a_pick(srv, tmp_path)
+    path, bound = _saved_notebook_with_a_pick(srv, tmp_path)
     before = path.read_bytes()
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
     monkeypatch.setenv('BOOPITER_NOTEBOOK', str(path))
@@ -152,9 +163,35 @@ def test_headless_run_all_uses_the_binding_saved_in_the_notebook(srv, tmp_path, 
         reply = next(o for o in nb.cells[3].outputs if o['metadata'].get('boopiter', {}).get('reply'))
         assert reply['metadata']['boopiter']['model_source'] == 'notebook binding'
         binding = next(o for o in nb.cells[1].outputs if MIME in o.get('data', {}))
-        assert binding['data'][MIME] == dict(version=1, model='smollm2:135m')   # shown again, cleaned
+        assert binding['data'][MIME] == bound   # shown again as picked, time included, the host dropped
         assert path.read_bytes() == before   # the open notebook is never written by the extension
         out = tmp_path/'executed.ipynb'
         nbformat.write(nb, out)
         monkeypatch.setenv('BOOPITER_NOTEBOOK', str(out))
         path, before = out, out.read_bytes()
+
+
+def _notebook_bound_to(tmp_path, binding):
+    out = nbformat.v4.new_output('display_data', data={MIME: {'version': 1, **binding}, 'text/plain': 'bound'})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('%boop', outputs=[out])])
+    nbformat.write(nb, tmp_path/'saved.ipynb')
+    return tmp_path/'saved.ipynb'
+
+
+def test_saved_picks_found_after_loading_are_kept_when_the_menu_changes_one(kernel, srv, tmp_path):
+    path = _notebook_bound_to(tmp_path, dict(model='smollm2:135m', context_size=4096))
+    kernel.run(f'%env BOOPITER_NOTEBOOK={path}')   # the path became known after loading (VS Code sets it late)
+    res = kernel.run('%boop')
+    assert 'model smollm2:135m · context 4,096 tokens' in res.outputs[1]['data']['text/plain']
+    assert kernel.widgets[kernel.widget(_model_name='DropdownModel', description='model')[0]]['index'] == 3
+    [bound] = binding_updates(pick(kernel, 'keep', '15 min'))
+    assert bound == dict(version=1, model='smollm2:135m', keep_alive='15', context_size=4096)
+
+
+def test_a_saved_binding_cannot_send_the_notebook_to_a_provider_you_did_not_configure(kernel, srv, tmp_path, monkeypatch):
+    path = _notebook_bound_to(tmp_path, dict(model='anthropic/claude-opus-4'))
+    kernel.run(f'%env BOOPITER_NOTEBOOK={path}')
+    res = kernel.run('%%prompt\nsecret plans')
+    assert res.status == 'ok' and srv.last_chat()['model'] == 'gemma3:4b'   # not Anthropic: the auto pick
+    assert 'the saved binding names `anthropic/claude-opus-4`' in res.reply['data']['text/markdown']
+    assert 'warning   the saved binding names `anthropic/claude-opus-4`' in kernel.run('%boop status').text

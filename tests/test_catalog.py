@@ -3,7 +3,7 @@
 import json, statistics, time
 import pytest
 from ollama_server import OllamaTestServer, free_port
-from boopiter_ext.binding import BINDING_MIME, binding_bundle, binding_layer, clean_binding, saved_binding
+from boopiter_ext.binding import BINDING_MIME, binding_bundle, clean_binding, saved_binding, screen_binding, stamp
 from boopiter_ext.catalog import Catalog, ModelEntry, human_size
 from boopiter_ext.models import Router, picked_model
 from boopiter_ext.ollama import OllamaClient, ollama_loaded, sync_ollama_loaded, unload_ollama_model
@@ -116,7 +116,7 @@ def test_memory_hygiene_on_the_wire(srv):
         assert sorted(b['model'] for b in bodies) == ['gemma3:4b', 'smollm2:135m'] and all(b['keep_alive'] == 0 for b in bodies)
         srv.reset(); srv.loaded = {'qwen3:1.7b'}
         assert sync_ollama_loaded(['qwen3:1.7b'], c) == [] and paths(srv) == ['/api/ps']   # nothing to do: one GET
-        with pytest.warns(RuntimeWarning, match="Could not unload nope:1b.*does not have the model"):
+        with pytest.warns(RuntimeWarning, match=r"Could not unload nope:1b: Ollama at http://127.0.0.1:\d+ does not have it.$"):
             assert unload_ollama_model('nope:1b', c) is False
     with OllamaClient(f'127.0.0.1:{free_port()}') as down: assert ollama_loaded(down) == []
 
@@ -125,19 +125,30 @@ def test_binding_keeps_only_known_picks_with_the_right_types():
     hostile = dict(model='qwen3:1.7b', host='evil.example:80', api_base='http://evil.example/v1', api_key='sk-123',
                    reasoning='yes', context_size=-5, think='max', keep_alive='5', reasoning_model='x' * 400)
     assert clean_binding(hostile) == dict(model='qwen3:1.7b', keep_alive='5')
+    assert clean_binding(dict(context_size=10**12, keep_alive='soon', model='qwen3 h', think='h')) == dict(think='h')
+    assert clean_binding(dict(context_size=32768, keep_alive='-1', reasoning=True)) == \
+        dict(reasoning=True, keep_alive='-1', context_size=32768)
     assert clean_binding(['not', 'a', 'dict']) == {} and clean_binding(dict(model='')) == {}
     data, md = binding_bundle(dict(model='qwen3:1.7b', reasoning_model='qwen3:8b', reasoning=False, think='h',
-                                   context_size=8192, api_key='sk-123'))
+                                   context_size=8192, keep_alive='0', api_key='sk-123'))
     assert data[BINDING_MIME] == dict(version=1, model='qwen3:1.7b', reasoning_model='qwen3:8b', reasoning=False,
-                                      think='h', context_size=8192)
+                                      think='h', keep_alive='0', context_size=8192)
     assert data['text/plain'] == ('boopiter binding · model qwen3:1.7b · reasoning off (qwen3:8b, effort h) · '
-                                  'context 8,192 tokens')
+                                  'unload after each reply · context 8,192 tokens')
     assert md == {'boopiter': {'binding': True}} and 'sk-' not in json.dumps(data)
 
 
-def test_the_effort_picked_for_reasoning_applies_only_while_it_answers():
-    assert binding_layer(dict(model='a', think='h')) == dict(model='a')
-    assert binding_layer(dict(model='a', think='h', reasoning=True)) == dict(model='a', think='h', reasoning=True)
+def test_a_saved_binding_may_not_send_the_notebook_to_a_provider_you_did_not_configure():
+    base = load_settings(environ={})
+    bound = dict(model='anthropic/claude-opus-4', reasoning_model='qwen3:1.7b', keep_alive='5')
+    kept, warnings = screen_binding(bound, base)
+    assert kept == dict(reasoning_model='qwen3:1.7b', keep_alive='5') and 'anthropic/claude-opus-4' in warnings[0]
+    for model in ('local/smollm2-135m', 'hf.co/bartowski/x', 'ollama_chat/qwen3'):
+        assert screen_binding(dict(model=model), base) == (dict(model=model), [])
+    assert screen_binding(dict(model='openai/gpt-4o'), base)[0] == {}   # no api_base: that would be OpenAI itself
+    mine = load_settings(runtime=dict(api_base='http://127.0.0.1:8080/v1', models='anthropic/claude-opus-4'), environ={})
+    assert screen_binding(dict(model='openai/x', reasoning_model='anthropic/claude-opus-4'), mine)[0] == \
+        dict(model='openai/x', reasoning_model='anthropic/claude-opus-4')
 
 
 def test_who_answers_cell_option_then_reasoning_toggle_then_model(tmp_path):
@@ -156,15 +167,20 @@ def nb_with(*outputs_per_cell):
     return dict(nbformat=4, nbformat_minor=5, metadata={}, cells=cells)
 
 
-def test_the_saved_binding_is_the_last_in_notebook_order(tmp_path):
-    first, second = (dict(output_type='display_data', data=binding_bundle(dict(model=m))[0], metadata={}) for m in 'ab')
+def test_the_saved_binding_is_the_newest_pick_else_the_last_in_notebook_order(tmp_path):
+    def out(b): return dict(output_type='display_data', data=binding_bundle(b)[0], metadata={})
     as_text = dict(output_type='display_data', metadata={},
                    data={BINDING_MIME: json.dumps(dict(version=1, model='c', host='evil')), 'text/plain': '-'})
     p = tmp_path/'n.ipynb'
-    p.write_text(json.dumps(nb_with([first], [dict(output_type='stream', name='stdout', text='hi')], [second])))
+    p.write_text(json.dumps(nb_with([out(dict(model='a'))], [dict(output_type='stream', name='stdout', text='hi')],
+                                    [out(dict(model='b'))])))
     assert saved_binding(p) == dict(model='b')
-    p.write_text(json.dumps(nb_with([second], [as_text])))
+    p.write_text(json.dumps(nb_with([out(dict(model='b'))], [as_text])))
     assert saved_binding(p) == dict(model='c')
+    newer = stamp(dict(model='picked-today'))
+    older = dict(model='left-by-an-old-session', picked_at='2026-01-01T00:00:00.000+00:00')
+    p.write_text(json.dumps(nb_with([out(newer)], [out(older)], [out(dict(model='never-stamped'))])))
+    assert saved_binding(p) == newer
     p.write_text(json.dumps(nb_with([dict(output_type='stream', name='stdout', text='x')])))
     assert saved_binding(p) is None
     p.write_text('{not json')

@@ -45,7 +45,7 @@ def test_loading_imports_nothing_heavy():
             "ip = InteractiveShell.instance(); ip.run_line_magic('config', 'BoopMagics.warm_up = False')\n"
             "ip.run_line_magic('load_ext', 'boopiter_ext')\n"
             "print(sorted(m for m in ('litellm', 'lisette', 'ipywidgets', 'requests', 'nbformat', 'xllamacpp', "
-            "'openai', 'boopiter_ext.ollama', 'boopiter_ext.models') if m in sys.modules))")
+            "'openai', 'boopiter_ext.ollama', 'boopiter_ext.catalog') if m in sys.modules))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == '[]', out.stdout + out.stderr
 
@@ -192,3 +192,20 @@ def test_boop_in_a_terminal_lists_models_and_binds_without_widgets(shell, srv, m
     assert capsys.readouterr().out == 'boopiter binding · model qwen3:1.7b\n'   # printed once, not once per update
     run(shell, '%%prompt\nhi')
     assert srv.last_chat()['model'] == 'qwen3:1.7b'
+    run(shell, "%config BoopMagics.model = 'gemma3:4b'")
+    capsys.readouterr()
+    run(shell, '%boop status')
+    assert ("warning   `%config BoopMagics.model` is outranked by the notebook's binding (model = qwen3:1.7b)"
+            in capsys.readouterr().out)
+
+
+def test_the_effort_picked_in_the_menu_follows_the_reasoning_toggle_wherever_it_is_set(shell, srv, monkeypatch, tmp_path):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    (tmp_path/'settings.ini').write_text('[boopiter]\nmodel = smollm2:135m\nreasoning_model = qwen3:1.7b\nreasoning = on\n')
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    shell.magics_manager.registry['BoopMagics'].set_binding(think='h')   # the H button; the toggle is settings.ini's
+    run(shell, '%%prompt\ntricky?')
+    assert srv.last_chat()['model'] == 'qwen3:1.7b' and srv.last_chat()['think'] in (True, 'high')
+    (tmp_path/'settings.ini').write_text('[boopiter]\nmodel = smollm2:135m\nreasoning_model = qwen3:1.7b\n')
+    run(shell, '%%prompt\nsimple')
+    assert srv.last_chat()['model'] == 'smollm2:135m' and 'think' not in srv.last_chat()

@@ -72,3 +72,16 @@ def test_public_url_drops_credentials():
     assert public_url('https://user:secret@host:1/v1') == 'https://host:1/v1'
     assert public_url('http://host:1') == 'http://host:1'
     assert public_url('user:secret@host:11434') == 'host:11434'
+
+
+def test_a_project_file_may_not_choose_which_variable_is_sent_as_a_key(tmp_path):
+    write(tmp_path/'proj'/'settings.ini', '[boopiter]\napi_base = http://their.server/v1\napi_key_env = AWS_SECRET_ACCESS_KEY\n')
+    write(tmp_path/'xdg'/'boopiter'/'settings.ini', '[boopiter]\nreasoning = on\n')
+    s = load_settings(start=tmp_path/'proj', environ={'XDG_CONFIG_HOME': str(tmp_path/'xdg')})
+    assert s['api_base'] == 'http://their.server/v1' and (s['api_key_env'], s.source['api_key_env']) == ('', 'default')
+    assert any('api_key_env' in w and 'your own settings' in w for w in s.warnings)
+    assert s['reasoning'] is True
+    write(tmp_path/'xdg'/'boopiter'/'settings.ini', '[boopiter]\napi_key_env = MY_KEY\nreasoning = maybe\n')
+    s = load_settings(start=tmp_path/'proj', environ={'XDG_CONFIG_HOME': str(tmp_path/'xdg')})
+    assert s['api_key_env'] == 'MY_KEY' and s['reasoning'] is False
+    assert any('`reasoning = maybe` is not on or off' in w for w in s.warnings)
