@@ -18,18 +18,18 @@ __all__ = ['BINDING_MIME', 'BINDING_KEYS', 'LOCAL_PREFIXES', 'clean_binding', 's
            'binding_bundle', 'saved_binding', 'stamp']
 
 import json, re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from .models import is_ollama_id
 from .render import MIME_KEY
-from .settings import SETTINGS, THINK_LEVELS
+from .settings import SETTINGS, THINK_LEVELS, declared_models
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
 BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size')
 LOCAL_PREFIXES = ['local/']   # model ids answered on this machine, so any notebook may choose them
 MAX_CONTEXT = 1 << 20
 VERSION = 1
-_KEEP_ALIVE = re.compile(r'-?\d+(\.\d+)?([mh]|ms|s)?$')
+_KEEP_ALIVE = re.compile(r'-?\d+(\.\d+)?([mh]|ms|s)?')
 
 
 def _valid(key, value):
@@ -38,7 +38,7 @@ def _valid(key, value):
     if typ is int: return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_CONTEXT
     if not isinstance(value, str): return False
     if key == 'think': return value in THINK_LEVELS
-    if key == 'keep_alive': return bool(_KEEP_ALIVE.match(value))
+    if key == 'keep_alive': return bool(_KEEP_ALIVE.fullmatch(value))
     return 0 < len(value) <= 300 and value.isprintable() and ' ' not in value
 
 
@@ -48,31 +48,41 @@ def clean_binding(
     "The usable part of a binding: unknown keys, wrong types and empty values dropped."
     if not isinstance(data, dict): return {}
     b = {k: data[k] for k in BINDING_KEYS if data.get(k) is not None and _valid(k, data[k])}
-    if isinstance(data.get('picked_at'), str) and len(data['picked_at']) <= 40: b['picked_at'] = data['picked_at']
+    if _when(data.get('picked_at')) is not None: b['picked_at'] = data['picked_at']
     return b
 
 
+def _when(stamp):
+    "The time of a `picked_at` stamp, or None if it is not one (a notebook could hold anything there)."
+    try: t = datetime.fromisoformat(stamp) if isinstance(stamp, str) and len(stamp) <= 40 else None
+    except ValueError: return None
+    return t if t is not None and t.tzinfo is not None else None
+
+
 def stamp(binding:dict)->dict:
-    "`binding` marked with the time of this pick (newest wins on load: an output an old session left can't)."
-    return {**binding, 'picked_at': datetime.now(timezone.utc).isoformat(timespec='milliseconds')}
+    """`binding` marked with the time of this pick, so the newest pick wins on load, not an output an old session
+    left. Never earlier than the pick it replaces, in case that one came from a machine whose clock runs ahead."""
+    now, before = datetime.now(timezone.utc), _when(binding.get('picked_at'))
+    if before is not None and before >= now: now = before + timedelta(milliseconds=1)
+    return {**binding, 'picked_at': now.isoformat(timespec='milliseconds')}
 
 
 def _may_choose(model, settings):
     "Whether a saved notebook may choose `model`: only ids answered by servers the user configured."
     return (model.startswith(tuple(LOCAL_PREFIXES)) or is_ollama_id(model)
             or model.startswith('openai/') and bool(settings['api_base'])
-            or model in [m.strip() for m in settings['models'].split(',')])
+            or model in declared_models(settings))
 
 
 def screen_binding(
     binding:dict,  # A binding read from a notebook file
     settings,      # The settings without it (for `api_base` and `models`)
 )->tuple:          # (binding, warnings): the binding without the model ids a notebook may not choose
-    """Drop model ids that would send the notebook, with your keys, to a provider you did not configure.
+    """Drop model ids that would send the notebook, with your keys, to a provider no setting names.
 
-    A notebook someone sent you may choose Ollama models, the embedded model, `openai/NAME` on your own
-    `api_base`, and ids your `models` setting lists; anything else (`anthropic/...`, `openai/gpt-4o` with
-    no `api_base`) is ignored until you pick it yourself."""
+    A notebook someone sent you may choose Ollama models, the embedded model, `openai/NAME` on the
+    configured `api_base`, and ids the `models` setting lists; anything else (`anthropic/...`,
+    `openai/gpt-4o` with no `api_base`) is ignored until you pick it yourself."""
     out, warnings = dict(binding), []
     for k in ('model', 'reasoning_model'):
         if k in out and not _may_choose(out[k], settings):
@@ -121,4 +131,5 @@ def saved_binding(
     from .notebook import saved_cells
     found = [clean_binding(p) for c in saved_cells(path) or [] for p in map(_payload, c.outputs) if p is not None]
     if not found: return None
-    return max(reversed(found), key=lambda b: b.get('picked_at', ''))   # ties: the last in notebook order
+    never = datetime.min.replace(tzinfo=timezone.utc)
+    return max(reversed(found), key=lambda b: _when(b.get('picked_at')) or never)   # ties: the last in notebook order

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import requests
 from .errors import BoopError
 from .models import LOCAL_ID, is_ollama_id, ollama_tag
-from .settings import public_url
+from .settings import declared_models, public_url
 
 BADGES = dict(tools='🔧', vision='👁️', thinking='🧠')
 
@@ -91,8 +91,7 @@ def endpoint_source(router, settings)->list:
 
 def declared_source(router, settings)->list:
     "The ids the `models` setting names (any litellm id), taken as given."
-    ids = [m.strip() for m in settings['models'].split(',') if m.strip()]
-    return [ModelEntry(m, m, 'declared', note='litellm') for m in dict.fromkeys(ids)]
+    return [ModelEntry(m, m, 'declared', note='litellm') for m in declared_models(settings)]
 
 
 def local_source(router, settings)->list:
@@ -133,7 +132,8 @@ class Catalog:
             except Exception as e:  # any failure of a source, whatever its library raised, greys it out
                 listing.problems[n] = why = _reason(e)
                 entries = [replace(e_, offline=why) for e_ in self._good.get(n, [])]
-            for e in entries:   # an id two sources list (a `models` entry Ollama also has) is shown once
-                if e.id not in seen: seen.add(e.id); listing.entries.append(e)
+            for e in entries:   # a model two sources list (a `models` entry Ollama also has) is shown once
+                key = ollama_tag(e.id) if is_ollama_id(e.id) else e.id
+                if key not in seen: seen.add(key); listing.entries.append(e)
         self.last = listing
         return listing

@@ -254,8 +254,8 @@ def context_window(
     requested:int=0,    # A context size the user set (0: automatic)
     floor:int=4096,     # Smallest automatic window
 )->int:
-    "The `num_ctx` to ask for: the user's, else the next power-of-two step that fits, capped by the model."
-    if requested: return requested
+    "The `num_ctx` to ask for: the user's, else the next power-of-two step that fits; never more than the model's."
+    if requested: return min(requested, model_max) if model_max else requested   # past it, the model only babbles
     w = floor
     while w < needed: w *= 2
     return min(w, model_max) if model_max else w

@@ -69,7 +69,7 @@ class BoopMagics(Magics):
         # picks made in this kernel; until there are some, the binding saved in the notebook file applies
         self._binding, self._binding_id = None, f'boopiter-binding-{uuid.uuid4().hex}'
         self._lock = threading.Lock()   # widget callbacks may run on a comm subshell's thread
-        self._tidier = None
+        self._tidier, self._stopped = None, False
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
 
@@ -91,9 +91,10 @@ class BoopMagics(Magics):
     def stop(self):
         "Undo `start`: stop recording, close the brain menu and HTTP sessions, stop the embedded model."
         self.recorder.unregister()
+        with self._lock: self._stopped, tidier = True, self._tidier
+        if tidier is not None: tidier.stop()
         if self._toolbar is not None: self._toolbar.close()
-        if self._tidier is not None: self._tidier.stop()
-        self._toolbar = self._tidier = None
+        self._toolbar = self._tidier = self._catalog = None
         atexit.unregister(self.close_router)
         self.close_router()
 
@@ -127,17 +128,19 @@ class BoopMagics(Magics):
         return notebook_path(self.shell.user_ns)
 
     def _resolve(self, cell, nb, binding):
-        runtime = {k: getattr(self, k) for k in self._set_since_load}   # `%config` since loading
+        runtime = {k: getattr(self, k) for k in list(self._set_since_load)}   # `%config` since loading
         config = {k: v for k,v in self._at_load.items() if v != DEFAULTS[k]}
         return load_settings(cell=cell, binding=binding, runtime=runtime, config=config, start=nb.parent if nb else None)
 
     def settings(self, cell:dict=None, nb=None):
         "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
-        binding, warnings = (self._binding, []) if self._binding is not None else self._saved_binding(nb)
+        binding, screened = (self._binding, []) if self._binding is not None else self._saved_binding(nb)
         s = self._resolve(cell, nb, binding)
-        if s.source['think'] == 'notebook binding' and not s['reasoning']:   # the menu's effort is the reasoning model's
+        reasoning_answers = s['reasoning'] and s['reasoning_model'] and picked_model(s)[0] == s['reasoning_model']
+        if s.source['think'] == 'notebook binding' and not reasoning_answers:   # the menu's effort is the reasoning model's
             s = self._resolve(cell, nb, {k: v for k,v in binding.items() if k != 'think'})
-        s.warnings += warnings
+        s.screened = screened
+        s.warnings += screened
         return s
 
     # -- the binding (binding.py): picks saved in this notebook's outputs
@@ -152,18 +155,19 @@ class BoopMagics(Magics):
 
     def set_binding(self, **changes):
         "Change the binding (None removes a pick), update every binding display, then tidy Ollama's memory."
-        with self._lock:
+        with self._lock:   # two picks at once (a comm thread and the main one) publish in the order they were made
             old = self.binding(self.notebook())
             new = clean_binding({**old, **changes})
             if new != old: new = stamp(new)   # an unchanged pick keeps its time: re-running a cell makes no diff
-            self._binding, data, md = new, *binding_bundle(new)
-        self._display_binding(data, md, update=True)
+            self._binding = new
+            self._display_binding(*binding_bundle(new), update=True)
+            picks_changed = any(old.get(k) != new.get(k) for k in ('model', 'reasoning_model'))
+            if picks_changed and not self._stopped and self.settings(nb=self.notebook())['unload_others']:
+                if self._tidier is None:
+                    from .ollama import MemoryTidier
+                    self._tidier = MemoryTidier(self._memory_picks)
+                self._tidier.ask()
         if self._toolbar is not None: self._toolbar.show()
-        if self.settings(nb=self.notebook())['unload_others']:
-            if self._tidier is None:
-                from .ollama import MemoryTidier
-                self._tidier = MemoryTidier(self._memory_picks)
-            self._tidier.ask()
 
     def show_binding(self):
         "Show the binding as an output of its own (every one shown is kept current); saving the notebook keeps it."
@@ -313,7 +317,7 @@ class BoopMagics(Magics):
         self._check_think(model, settings, info)
         cells = self._cells_above(nb) if with_context else []
         msgs, ledger = self._context(question, settings, info, cells)
-        note = '; '.join(filter(None, [note, *(w for w in settings.warnings if w.startswith('the saved binding'))]))
+        note = '; '.join(filter(None, [note, *settings.screened]))
         route = dict(router.describe(model, settings), note=note, picked_by=short_source(picked_model(settings)[1]))
         self._stream(model, msgs, settings, info, route, ledger)
 
@@ -327,7 +331,7 @@ class BoopMagics(Magics):
         "(messages, ledger): `cells` and the question, budgeted to the model's window, which goes in the ledger."
         from .context import build_context, context_window
         model_max, requested = info.get('context_length'), settings['context_size']
-        cap = requested or model_max or 8192
+        cap = min(filter(None, (requested, model_max))) if requested or model_max else 8192
         reserve = settings['max_tokens'] or min(1024, cap // 4)  # room left for the reply
         system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt']) if p)
         msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],

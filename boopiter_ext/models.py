@@ -16,7 +16,7 @@ __all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'ollama_tag', 
 
 import os
 from .errors import NoModel, OllamaError, OllamaUnreachable, SettingsError
-from .settings import public_url
+from .settings import public_url, short_source
 
 LOCAL_ID = 'local/smollm2-135m'
 _PREFIXES = ('ollama_chat/', 'ollama/')
@@ -62,7 +62,7 @@ class Router:
         host = settings['host']
         if host not in self._ollama: self._ollama[host] = OllamaClient(host)
         client = self._ollama[host]
-        client.timeout, client.source = settings['timeout'], settings.source.get('host', 'default')
+        client.timeout, client.source = settings['timeout'], short_source(settings.source.get('host', 'default'))
         return client
 
     @property
@@ -135,6 +135,10 @@ class Router:
         # never litellm's own pick from the environment, which would send, say, your OpenAI key to any server
         name = settings['api_key_env']
         if not name: return 'none'   # local OpenAI-compatible servers take any key, but the SDK insists on one
+        if settings.project and settings.source['api_base'] == settings.project:
+            raise SettingsError(f'`api_base` comes from the project file {settings.project}, and boopiter sends your '
+                                f'key (`api_key_env = {name}`) only to an `api_base` you set yourself: in your own '
+                                "settings.ini or with `%config BoopMagics.api_base = '...'`.", setting='api_base')
         if not os.environ.get(name): raise SettingsError(f'`api_key_env = {name}` names an environment variable '
                                                          'that is not set in the kernel.', setting='api_key_env')
         return os.environ[name]

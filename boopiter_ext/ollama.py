@@ -13,9 +13,8 @@ __all__ = ['OllamaClient', 'keep_alive_value', 'think_value', 'ollama_loaded', '
            'MemoryTidier']
 
 import json, logging, os, threading, warnings
-from contextlib import nullcontext
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 import requests
 from urllib3.exceptions import ReadTimeoutError
 from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken, ReplyStalled

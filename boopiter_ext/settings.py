@@ -25,7 +25,7 @@ name it (a project's settings.ini may not).
 """
 
 __all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini',
-           'user_ini', 'ollama_url', 'public_url', 'short_source']
+           'user_ini', 'ollama_url', 'public_url', 'short_source', 'declared_models']
 
 import configparser, os, re
 from pathlib import Path
@@ -61,10 +61,11 @@ _SECRET = re.compile(r'key|token|secret|password', re.I)
 
 
 class Settings(dict):
-    "Resolved settings: a dict of values; `source[key]` names the layer each value came from; `warnings` lists problems."
+    """Resolved settings: a dict of values; `source[key]` names the layer each value came from; `warnings` lists
+    problems; `project` is the project settings.ini used, if any; `screened` says what of a saved binding was ignored."""
     def __init__(self, values, source, warnings=()):
         super().__init__(values)
-        self.source, self.warnings = source, list(warnings)
+        self.source, self.warnings, self.project, self.screened = source, list(warnings), None, []
 
 
 _BOOLS = {'true': True, 'on': True, 'yes': True, '1': True, 'false': False, 'off': False, 'no': False, '0': False}
@@ -148,8 +149,13 @@ def load_settings(
     res = resolve_settings(('cell option', cell), ('notebook binding', binding), ('%config', runtime),
                            (str(proj), pvals), (str(user), uvals), ('c.BoopMagics', config),
                            ('OLLAMA_HOST', dict(host=environ.get('OLLAMA_HOST'))))
-    res.warnings = pwarn + uwarn
+    res.warnings, res.project = pwarn + uwarn, str(proj) if proj else None
     return res
+
+
+def declared_models(settings)->list:
+    "The ids the `models` setting lists, in order, without repeats."
+    return list(dict.fromkeys(m.strip() for m in settings['models'].split(',') if m.strip()))
 
 
 def short_source(

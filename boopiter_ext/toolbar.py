@@ -23,7 +23,7 @@ from .settings import short_source
 KEEP_ALIVE = [('default', ''), ('unload after each reply', '0'), ('1 min', '1'), ('5 min', '5'),
               ('15 min', '15'), ('1 hour', '60'), ('forever', '-1')]
 CONTEXT_SIZES = [2048, 4096, 8192, 16384, 32768, 65536, 131072]
-EFFORTS = [('auto', ''), ('L', 'l'), ('M', 'm'), ('H', 'h')]
+EFFORT_BUTTONS = [('auto', ''), ('L', 'l'), ('M', 'm'), ('H', 'h')]
 
 
 def _size_label(n): return 'auto' if not n else f'{n // 1024}k' if n % 1024 == 0 else f'{n:,}'
@@ -44,7 +44,7 @@ class Toolbar:
         self.use_reasoning = W.ToggleButton(description='reasoning', icon='lightbulb-o', layout=W.Layout(width='110px'),
                                             tooltip='Answer with the reasoning model instead of the standard one')
         self.reasoning_model = W.Dropdown(layout=W.Layout(width='230px'))
-        self.effort = W.ToggleButtons(options=EFFORTS, value='', style=dict(button_width='44px'),
+        self.effort = W.ToggleButtons(options=EFFORT_BUTTONS, value='', style=dict(button_width='44px'),
                                       tooltips=["the model's default effort", 'low effort', 'medium effort', 'high effort'])
         self.keep_alive = W.Dropdown(description='keep', layout=narrow, style=dict(description_width='36px'),
                                      tooltip='How long Ollama keeps the model in memory after a reply')

@@ -195,3 +195,22 @@ def test_a_saved_binding_cannot_send_the_notebook_to_a_provider_you_did_not_conf
     assert res.status == 'ok' and srv.last_chat()['model'] == 'gemma3:4b'   # not Anthropic: the auto pick
     assert 'the saved binding names `anthropic/claude-opus-4`' in res.reply['data']['text/markdown']
     assert 'warning   the saved binding names `anthropic/claude-opus-4`' in kernel.run('%boop status').text
+
+
+THREADS = "sorted(t.name for t in __import__('threading').enumerate() if t.name.startswith('boopiter-tidy'))"
+
+
+def test_memory_is_tidied_on_one_thread_only_when_a_pick_changes(kernel, srv):
+    kernel.run('%boop')
+    for label in ('qwen3:1.7b', 'smollm2:135m', 'gemma3:4b', 'smollm2:135m'):   # scrolling through the list
+        pick(kernel, 'model', label)
+    assert kernel.value(THREADS) == "['boopiter-tidy-memory']"
+    assert wait_for(lambda: any(r.path == '/api/ps' for r in srv.requests))
+    time.sleep(0.3)
+    srv.reset()
+    kernel.run('%boop model smollm2:135m')   # the same pick again (Run All): nothing to tidy
+    pick(kernel, 'keep', '5 min')            # not a model: nothing to tidy either
+    time.sleep(0.3)
+    assert not any(r.path == '/api/ps' for r in srv.requests)
+    kernel.run('%unload_ext boopiter_ext')
+    assert kernel.value(THREADS) == '[]'

@@ -151,6 +151,27 @@ def test_a_saved_binding_may_not_send_the_notebook_to_a_provider_you_did_not_con
         dict(model='openai/x', reasoning_model='anthropic/claude-opus-4')
 
 
+def test_a_pick_is_never_older_than_the_one_it_replaces():
+    ahead = dict(model='a', picked_at='2099-01-01T00:00:00.000+00:00')   # saved on a machine whose clock runs ahead
+    assert stamp(ahead)['picked_at'] == '2099-01-01T00:00:00.001+00:00'
+    assert clean_binding(dict(model='a', picked_at='~')) == dict(model='a')   # not a time: dropped
+
+
+def test_your_key_goes_only_to_an_api_base_you_set_yourself(tmp_path, monkeypatch):
+    from boopiter_ext.errors import SettingsError
+    monkeypatch.setenv('MY_KEY', 'k-123')
+    (tmp_path/'proj').mkdir()
+    (tmp_path/'proj'/'settings.ini').write_text('[boopiter]\napi_base = http://their.server/v1\n')
+    (tmp_path/'xdg'/'boopiter').mkdir(parents=True)
+    (tmp_path/'xdg'/'boopiter'/'settings.ini').write_text('[boopiter]\napi_base = http://mine/v1\napi_key_env = MY_KEY\n')
+    env = {'XDG_CONFIG_HOME': str(tmp_path/'xdg')}
+    s = load_settings(start=tmp_path/'proj', environ=env)
+    assert s['api_base'] == 'http://their.server/v1'
+    with pytest.raises(SettingsError, match='only to an `api_base` you set yourself'): Router.api_key(s)
+    assert Router.api_key(load_settings(start=tmp_path, environ=env)) == 'k-123'
+    assert Router.api_key(load_settings(start=tmp_path/'proj', environ=env, runtime=dict(api_base='http://x/v1'))) == 'k-123'
+
+
 def test_who_answers_cell_option_then_reasoning_toggle_then_model(tmp_path):
     (tmp_path/'settings.ini').write_text('[boopiter]\nmodel = from-ini\nreasoning_model = thinker-ini\nreasoning = on\n')
     binding = dict(model='bound', reasoning_model='thinker', reasoning=False)

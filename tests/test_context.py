@@ -121,6 +121,7 @@ def test_context_window_steps_and_caps():
     assert context_window(5000) == 8192
     assert context_window(70000, model_max=40960) == 40960
     assert context_window(10, requested=2048) == 2048
+    assert context_window(10, model_max=8192, requested=65536) == 8192   # past its length a model only babbles
 
 
 def test_mk_msg_follows_lisette_conventions():

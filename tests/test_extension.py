@@ -206,6 +206,8 @@ def test_the_effort_picked_in_the_menu_follows_the_reasoning_toggle_wherever_it_
     shell.magics_manager.registry['BoopMagics'].set_binding(think='h')   # the H button; the toggle is settings.ini's
     run(shell, '%%prompt\ntricky?')
     assert srv.last_chat()['model'] == 'qwen3:1.7b' and srv.last_chat()['think'] in (True, 'high')
+    run(shell, '%%prompt -m gemma3:4b\nanother model for this cell')
+    assert srv.last_chat()['model'] == 'gemma3:4b' and 'think' not in srv.last_chat()   # the effort is the reasoner's
     (tmp_path/'settings.ini').write_text('[boopiter]\nmodel = smollm2:135m\nreasoning_model = qwen3:1.7b\n')
     run(shell, '%%prompt\nsimple')
     assert srv.last_chat()['model'] == 'smollm2:135m' and 'think' not in srv.last_chat()

@@ -96,6 +96,7 @@ def test_an_openai_compatible_server_is_listed_and_its_model_answers_when_picked
         with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
             k.run('%load_ext boopiter_ext')
             k.run(f"%config BoopMagics.api_base = '{base}'")
+            k.run('%config BoopMagics.max_tokens = 24')   # without a limit the tiny model may ramble to its window's end
             listed = k.run('%boop models').text
             [model] = [line.split()[0] for line in listed.splitlines() if line.startswith('openai/')]
             assert 'local/smollm2-135m' in listed and 'ollama (not listed now): Ollama is not reachable' in listed
