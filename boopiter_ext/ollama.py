@@ -157,8 +157,9 @@ class OllamaClient:
     def models(self, workers:int=8)->list:
         """Every model (`/api/tags` entries, sorted) with its `model_info` merged in.
 
-        Models not seen before are probed with `/api/show` in parallel, so a cold listing costs about one
-        round trip more than the tags, and a warm one makes the single `/api/tags` request."""
+        Models not seen before are probed with `/api/show` on `workers` threads, so a cold listing costs one
+        round trip per `workers` new models instead of one per model, and a warm one makes the single
+        `/api/tags` request."""
         tags = self.tags()
         todo = [m['name'] for m in tags if self._key(m['name']) not in self._info]
         if len(todo) > 1:

@@ -24,8 +24,8 @@ custom `api_base` gets a key only from the variable `api_key_env` names, and onl
 name it (a project's settings.ini may not).
 """
 
-__all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini',
-           'user_ini', 'ollama_url', 'public_url', 'short_source', 'declared_models']
+__all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini',
+           'project_ini', 'user_ini', 'ollama_url', 'public_url', 'short_source', 'declared_models']
 
 import configparser, os, re
 from pathlib import Path
