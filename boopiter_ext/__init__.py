@@ -12,7 +12,8 @@ the embedded model are imported on first use (litellm warms up on a background t
 __version__ = '0.1.0'
 __all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics', 'OllamaClient',
            'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells', 'load_settings', 'Reply', 'pump',
-           'BoopError', 'Catalog', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded']
+           'BoopError', 'Catalog', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded', 'add_tool', 'side_effect',
+           'get_tool_list', 'tools_system_prompt']
 
 import importlib, os
 from .errors import BoopError
@@ -20,7 +21,8 @@ from .errors import BoopError
 _LAZY = dict(BoopMagics='.magics', OllamaClient='.ollama', Router='.models', LocalModel='.local', Cell='.context',
              build_context='.context', order_cells='.context', load_settings='.settings', Reply='.stream',
              pump='.stream', Catalog='.catalog', ollama_loaded='.ollama', unload_ollama_model='.ollama',
-             sync_ollama_loaded='.ollama')
+             sync_ollama_loaded='.ollama', add_tool='.tools', side_effect='.tools', get_tool_list='.tools',
+             tools_system_prompt='.tools')
 _COST_MAP = 'LITELLM_LOCAL_MODEL_COST_MAP'
 
 

@@ -25,10 +25,11 @@ from .render import MIME_KEY
 from .settings import SETTINGS, THINK_LEVELS, declared_models
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
-BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size')
+BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto')
 LOCAL_PREFIXES = ['local/']   # model ids answered on this machine, so any notebook may choose them
 MAX_CONTEXT = 1 << 20
 VERSION = 1
+_TOOLS = re.compile(r'[\w\-, ]{1,200}')   # tool source names
 _KEEP_ALIVE = re.compile(r'-?\d+(\.\d+)?([mh]|ms|s)?')
 
 
@@ -39,6 +40,7 @@ def _valid(key, value):
     if not isinstance(value, str): return False
     if key == 'think': return value in THINK_LEVELS
     if key == 'keep_alive': return bool(_KEEP_ALIVE.fullmatch(value))
+    if key == 'tools': return bool(_TOOLS.fullmatch(value))
     return 0 < len(value) <= 300 and value.isprintable() and ' ' not in value
 
 
@@ -106,6 +108,8 @@ def binding_text(binding:dict)->str:
         bits.append(f'reasoning {"on" if b.get("reasoning") else "off"} ({b.get("reasoning_model") or "no model"}{effort})')
     if 'keep_alive' in b: bits.append(_keep_alive_text(b['keep_alive']))
     if 'context_size' in b: bits.append(f'context {b["context_size"]:,} tokens' if b['context_size'] else 'context auto')
+    if 'tools' in b: bits.append(f'tools {b["tools"]}')
+    if 'auto' in b: bits.append('auto-run tool calls' if b['auto'] else 'tool calls wait for Run')
     return 'boopiter binding · ' + ' · '.join(bits)
 
 

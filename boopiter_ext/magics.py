@@ -35,6 +35,14 @@ def _trait(key):
     return {str: Unicode, int: Integer, float: Float, bool: Bool}[typ](default, help=help).tag(config=True)
 
 
+def _selection(tools:str)->dict|None:
+    "The `tools` setting as a selection: None for the default, `none` for nothing, else the named sources."
+    names = [t.strip() for t in tools.split(',') if t.strip()]
+    if not names: return None
+    from .tools import SOURCES
+    return {name: name in names for name in SOURCES}
+
+
 def _warm_up(litellm=True):
     "Import what the first prompt needs off the main thread: the Markdown parser, and litellm (~4.5 s) unless unneeded."
     try:
@@ -58,6 +66,7 @@ class BoopMagics(Magics):
     timeout = _trait('timeout')
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
+    tools, auto, lenient, max_rounds = _trait('tools'), _trait('auto'), _trait('lenient'), _trait('max_rounds')
     unload_others = _trait('unload_others')
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
                               "parser, and litellm unless the configured model is served by Ollama directly (which "
@@ -70,6 +79,7 @@ class BoopMagics(Magics):
         self._binding, self._binding_id = None, f'boopiter-binding-{uuid.uuid4().hex}'
         self._lock = threading.Lock()   # widget callbacks may run on a comm subshell's thread
         self._tidier, self._stopped = None, False
+        self._pushed = {}   # tools put into the user namespace: name -> function
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
 
@@ -95,6 +105,9 @@ class BoopMagics(Magics):
         if tidier is not None: tidier.stop()
         if self._toolbar is not None: self._toolbar.close()
         self._toolbar = self._tidier = self._catalog = None
+        for name,fn in self._pushed.items():
+            if self.shell.user_ns.get(name) is fn: del self.shell.user_ns[name]
+        self._pushed = {}
         atexit.unregister(self.close_router)
         self.close_router()
 
@@ -193,6 +206,10 @@ class BoopMagics(Magics):
                                     "environment).")
     @argument('--think', choices=THINK_LEVELS, help="Reasoning effort for thinking models.")
     @argument('--no-context', action='store_true', help="Send only this prompt, not the notebook above it.")
+    @argument('--auto', action='store_true', help="Run the model's tool calls by themselves, after the guards, and "
+                                                 "hand it the results until it answers (the `auto` setting).")
+    @argument('--lenient', action='store_true', help="In auto mode, also take tool calls written as JSON or tags.")
+    @argument('--insert', action='store_true', help="Put the reply's python blocks into a new cell below.")
     @cell_magic
     def prompt(self, line, cell):
         """Ask a model about the notebook so far; the reply streams into this cell's output.
@@ -209,8 +226,9 @@ class BoopMagics(Magics):
         question = prompt_text('%%prompt\n' + cell)
         if not question: raise UsageError('The prompt is empty: write your question on the lines below `%%prompt`.')
         nb = self.notebook()
-        settings = self.settings(dict(model=args.model, think=args.think), nb)
-        self._answer(question, settings, nb, with_context=not args.no_context)
+        cell = dict(model=args.model, think=args.think, auto=args.auto or None, lenient=args.lenient or None)
+        settings = self.settings(cell, nb)
+        self._answer(question, settings, nb, with_context=not args.no_context, insert=args.insert)
 
     @line_magic
     def boop(self, line):
@@ -261,6 +279,33 @@ class BoopMagics(Magics):
             self.set_binding(reasoning_model=name, reasoning=True, **dict(think=effort[0]) if effort else {})
         self.show_binding()
 
+    def _boop_tools(self, arg):
+        """`%boop tools`: the sources, on or off, and their tools; `%boop tools files off kernel on`, `%boop tools auto on`
+        change the selection (saved with the binding)."""
+        from .tools import SOURCES, DEFAULT_SELECTION
+        words = arg.split()
+        if len(words) % 2 or any(w not in ('on', 'off') for w in words[1::2]):
+            raise UsageError('Usage: `%boop tools`, `%boop tools SOURCE on|off ...` or `%boop tools auto on|off`.')
+        s = self.settings(nb=self.notebook())
+        chosen = _selection(s['tools']) or dict(DEFAULT_SELECTION)
+        changes = {}
+        for name,state in zip(words[::2], words[1::2]):
+            if name == 'auto': changes['auto'] = state == 'on'
+            elif name in SOURCES: chosen[name] = state == 'on'
+            else: raise UsageError(f'Unknown tool source `{name}`; the sources are: {", ".join(SOURCES)}.')
+        if any(w != 'auto' for w in words[::2]):
+            changes['tools'] = ', '.join(n for n,on in chosen.items() if on) or 'none'
+        if changes: self.set_binding(**changes)
+        s = self.settings(nb=self.notebook())
+        offered = self._offer_tools(s, self.notebook())
+        chosen = _selection(s['tools']) or dict(DEFAULT_SELECTION)
+        for name,(factory, default, doc) in SOURCES.items():
+            print(f'{"on " if chosen.get(name) else "off"}  {name:<8} {doc}')
+        from .tools import notebook_tools
+        if notebook_tools(): print(f'on   {"notebook":<8} added with add_tool: {", ".join(f.__name__ for f in notebook_tools())}')
+        print(f'offered: {", ".join(offered) or "none"}')
+        print('auto: ' + ('on: guarded calls run by themselves' if s['auto'] else 'off: each python block waits for your Run click'))
+
     def _boop_models(self, _):
         listing = self.catalog.refresh(self.settings(nb=self.notebook()))
         from .catalog import human_size
@@ -296,7 +341,9 @@ class BoopMagics(Magics):
         except BoopError as e: model_line, endpoint, info = f'none: {e}', '-', {}
         ctx = f'{s["context_size"]:,} tokens ({s.source["context_size"]})' if s['context_size'] else 'auto (sized to each prompt'
         if not s['context_size']: ctx += f', up to {info["context_length"]:,} tokens)' if info.get('context_length') else ')'
-        rows = dict(model=model_line, endpoint=endpoint, tools='none (0 tools offered)', context=ctx,
+        tools = self._offer_tools(s, nb)
+        tools = f'{", ".join(tools) or "none"} ({"auto-run" if s["auto"] else "run on your click"})'
+        rows = dict(model=model_line, endpoint=endpoint, tools=tools, context=ctx,
                     binding=binding_text(self.binding(nb)).partition(' · ')[2]
                             + (' (from the saved notebook)' if self._binding is None and nb else ''),
                     notebook=str(nb) if nb else 'unknown (cells in execution order; set BOOPITER_NOTEBOOK for headless runs)',
@@ -309,17 +356,66 @@ class BoopMagics(Magics):
         print('\n'.join(f'{k:<9} {v}' for k,v in rows.items()) + ''.join(f'\nwarning   {w}' for w in warnings))
 
     # -- answering
-    def _answer(self, question, settings, nb, with_context=True):
-        "Resolve the model, build the context, and stream the reply into this cell."
+    def _answer(self, question, settings, nb, with_context=True, insert=False):
+        "Resolve the model, offer the tools, build the context, and stream the reply (or the tool loop) into this cell."
         router = self.router
         model, note = router.resolve(settings)
         info = router.model_info(model, settings)
         self._check_think(model, settings, info)
+        tools = self._offer_tools(settings, nb)
         cells = self._cells_above(nb) if with_context else []
-        msgs, ledger = self._context(question, settings, info, cells)
+        msgs, ledger = self._context(question, settings, info, cells, tools)
         note = '; '.join(filter(None, [note, *settings.screened]))
         route = dict(router.describe(model, settings), note=note, picked_by=short_source(picked_model(settings)[1]))
-        self._stream(model, msgs, settings, info, route, ledger)
+        if settings['auto'] and tools: return self._tool_loop(question, model, msgs, settings, info, route, ledger, tools)
+        reply = self._stream(model, msgs, settings, info, route, ledger)
+        from .guards import python_blocks
+        if not (blocks := python_blocks(reply.answer)): return
+        if insert: self.shell.set_next_input('\n\n'.join(b.rstrip() for b in blocks))
+        elif hasattr(self.shell, 'kernel'):
+            from IPython.display import display
+            from .code_actions import CodeActions
+            display(CodeActions(self.shell, blocks).widget)
+
+    # -- tools (tools.py, guards.py, toolloop.py)
+    def _offer_tools(self, settings, nb)->dict:
+        "The selected tools by name, pushed into the user namespace (and deselected ones taken out)."
+        from pathlib import Path
+        from .tools import ToolContext, get_tool_list
+        ctx = ToolContext(root=nb.parent if nb else Path.cwd(), namespace=self.shell.user_ns,
+                          cells=lambda: self._cells_above(nb))
+        ns, offered = self.shell.user_ns, {}
+        for fn in get_tool_list(_selection(settings['tools']), ctx):
+            mine = ns.get(fn.__name__)
+            if mine is None or mine is fn or getattr(mine, 'boopiter_tool', False): offered[fn.__name__] = fn
+            else: log.warning('boopiter_ext: tool %s not offered: your variable of that name stays', fn.__name__)
+        for name in set(self._pushed) - set(offered):
+            if ns.get(name) is self._pushed[name]: del ns[name]
+        ns.update(offered)
+        self._pushed = offered
+        return offered
+
+    def _tool_loop(self, question, model, msgs, settings, info, route, ledger, tools):
+        "Auto mode: each reply streams into its own display, each round's calls are shown, then how the loop ended."
+        from .context import estimate_tokens
+        from .guards import confirm_by_input
+        from .messages import msg_text
+        from .toolloop import run_tool_loop
+        from IPython.display import display
+        from .render import loop_bundle, round_bundle
+        def ask(messages): return self._stream(model, messages, settings, info, route, ledger, raise_interrupt=False)
+        def fits(messages): return sum(estimate_tokens(msg_text(m)) for m in messages) < ledger['window']
+        def show_round(rnd, steps):
+            data, md = round_bundle(rnd, steps)
+            display(data, raw=True, metadata=md)
+        result = run_tool_loop(ask, msgs, tools, question, namespace=self.shell.user_ns, max_rounds=settings['max_rounds'],
+                               lenient=settings['lenient'], confirm=confirm_by_input, fits=fits, on_round=show_round)
+        data, md = loop_bundle(result)
+        display(data, raw=True, metadata=md)
+        if result.stop == 'cancelled':
+            ran = [s.source for s in result.steps if s.status in ('ok', 'flagged')]
+            raise ReplyInterrupted('Interrupted: the tool loop stopped' + (f'; these calls had already run and keep '
+                                   f'their effects: {", ".join(ran)}.' if ran else '; no tool had run.'))
 
     def _cells_above(self, nb):
         "The recorded cells above this prompt, in the order of the saved notebook `nb` when there is one."
@@ -327,13 +423,15 @@ class BoopMagics(Magics):
         from .notebook import saved_cells
         return order_cells(self.recorder.cells(), saved_cells(nb) if nb else None, self.recorder.current)
 
-    def _context(self, question, settings, info, cells):
+    def _context(self, question, settings, info, cells, tools=None):
         "(messages, ledger): `cells` and the question, budgeted to the model's window, which goes in the ledger."
         from .context import build_context, context_window
         model_max, requested = info.get('context_length'), settings['context_size']
         cap = min(filter(None, (requested, model_max))) if requested or model_max else 8192
         reserve = settings['max_tokens'] or min(1024, cap // 4)  # room left for the reply
-        system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt']) if p)
+        from .tools import tools_system_prompt
+        system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt'], tools_system_prompt(list((tools or {}).values())))
+                               if p)
         msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],
                                      vision='vision' in info.get('capabilities', []))
         ledger['window'] = window = context_window(ledger['tokens'] + reserve, model_max, requested)
@@ -343,8 +441,9 @@ class BoopMagics(Magics):
                                  + (f' (this model takes up to {model_max:,}).' if model_max and model_max > window else '.'))
         return msgs, ledger
 
-    def _stream(self, model, msgs, settings, info, route, ledger):
-        "Stream the reply into one display; faults keep the partial reply and end as one-paragraph errors."
+    def _stream(self, model, msgs, settings, info, route, ledger, raise_interrupt=True):
+        """Stream the reply into one display and return it; faults keep the partial reply and end as one-paragraph
+        errors. With `raise_interrupt=False` an interrupted reply is returned (marked) instead of raised."""
         from .stream import Reply, pump
         from .view import ReplyView
         current, view = self.recorder.current, ReplyView(self.shell, route, ledger)
@@ -367,9 +466,10 @@ class BoopMagics(Magics):
             if reply.status == 'streaming': reply.finish('error')   # a bug escaped: keep what arrived anyway
             output = view.final(reply)
             if current is not None: current.outputs.append(output)
-        if err is not None:
+        if err is not None and (raise_interrupt or not isinstance(err, ReplyInterrupted)):
             if reply.chunks and not isinstance(err, ReplyInterrupted): err.args = (f'{err} The partial reply is kept above.',)
             raise err
+        return reply
 
     def _check_think(self, model, settings, info):
         caps = info.get('capabilities')

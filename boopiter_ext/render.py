@@ -213,3 +213,40 @@ def reply_bundle(reply, route:dict=None, ledger:dict=None)->tuple:
     "(data, metadata) for a display: the same two mime types on every update."
     return ({'text/markdown': reply_markdown(reply, route, ledger), 'text/plain': reply_plain(reply)},
             reply_metadata(reply, route, ledger))
+
+
+_STEP_MARK = {'ok': '✓', 'flagged': '⚠'}
+
+
+def _step_md(step)->str:
+    result = step.result if len(step.result) <= 600 else step.result[:600] + ' …'
+    head = (f'{_STEP_MARK.get(step.status, "✗")} <code>{escape(step.source)}</code> · {escape(step.status)}'
+            + (' (recovered from text)' if step.recovered else ''))
+    fence = '~' * max(3, 1 + max((len(m) for m in re.findall(r'~+', result)), default=0))
+    return f'- {head}\n\n  {fence}\n' + ''.join(f'  {ln}\n' for ln in result.splitlines()) + f'  {fence}'
+
+
+def round_bundle(rnd:int, steps:list)->tuple:
+    "(data, metadata) for the calls of one round of the tool loop, as they ran."
+    md = f'**Tool calls, round {rnd}**\n\n' + '\n'.join(map(_step_md, steps))
+    plain = '\n'.join(f'[{s.status}] {s.source}\n{s.result}' for s in steps)
+    return {'text/markdown': md, 'text/plain': plain}, {MIME_KEY: {'tool_round': rnd}}
+
+
+STOP_NOTES = {'answered': 'the model answered', 'max rounds': 'it reached the most rounds allowed (`max_rounds`)',
+              'repeating itself': 'the model repeated a call it had already made',
+              'truncated': 'the reply was cut off, so its code did not run (raise `max_tokens`)',
+              'context exceeded': 'the conversation no longer fits the context window',
+              'cancelled': 'you interrupted it; tools that ran keep their effects'}
+
+
+def loop_bundle(result)->tuple:
+    "(data, metadata) for how the tool loop ended: the stop reason and every proposed call, with the trace kept."
+    n = len(result.steps)
+    head = (f'Tool loop · stopped: {result.stop} · {result.rounds} round{"s" * (result.rounds != 1)} · '
+            f'{n} call{"s" * (n != 1)}')
+    rows = ''.join(f'<li>round {s.round}: <code>{escape(s.source)}</code> · {escape(s.status)}</li>' for s in result.steps)
+    md = (f'<details><summary>{escape(head)}</summary>\n<ul><li>Stop: {escape(result.stop)}: '
+          f'{escape(STOP_NOTES.get(result.stop, ""))}</li>{rows}</ul>\n</details>')
+    trace = dict(stop=result.stop, rounds=result.rounds, steps=[s.as_dict() for s in result.steps])
+    return {'text/markdown': md, 'text/plain': head}, {MIME_KEY: {'tool_loop': trace}}

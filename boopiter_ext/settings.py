@@ -49,6 +49,12 @@ SETTINGS = dict(  # key: (type, default, help)
     max_tokens=(int, 0, "Longest reply in tokens. 0: the model's own limit."),
     think=(str, '', "Reasoning effort for thinking models: `l`, `m`, `h` or `off`. Empty: the model's default. "
                     "An effort picked in the brain menu applies only while `reasoning` is on."),
+    tools=(str, '', "Tool sources offered to the model, comma-separated (`kernel, files`), or `none`. Empty: the "
+                    "default selection (`%boop tools` lists them)."),
+    auto=(bool, False, "Run the model's tool calls by themselves (after the guards) and hand it the results, round "
+                       "after round; off: every python block waits for your Run click."),
+    lenient=(bool, False, "In auto mode, also take tool calls written as JSON, `<tool_call>` tags or native tool calls."),
+    max_rounds=(int, 5, "In auto mode, the most replies one prompt may take before the loop stops."),
     unload_others=(bool, True, "After a pick changes, unload every other model Ollama holds in memory (ones other "
                                "programs loaded too), keeping the standard and reasoning picks."),
     clip=(int, 4000, "Characters kept from each cell output; the middle of longer outputs is cut, with a marker."),

@@ -25,6 +25,7 @@ class Result:
     outputs: list = field(default_factory=list)
     messages: list = field(default_factory=list)  # (monotonic time, msg_type, content)
     error: dict = None
+    payload: list = field(default_factory=list)   # execute_reply payloads (set_next_input)
 
     @property
     def reply(self):
@@ -120,7 +121,7 @@ class KernelSession:
                 res.error = c
         if shell_reply:
             reply = self.kc.get_shell_msg(timeout=timeout)
-            res.status = reply['content']['status']
+            res.status, res.payload = reply['content']['status'], reply['content'].get('payload', [])
         return res
 
     def run(self, code, cell_id=None, timeout=60, on_message=None)->Result:

@@ -170,14 +170,15 @@ def save(page):
 
 
 def saved_reply(saved, cell=PROMPT_CELL):
-    "The one output of the saved prompt cell."
-    outputs = saved.cells[cell].outputs
-    assert len(outputs) == 1, outputs
-    return outputs[0]
+    "The one reply output of the saved prompt cell (Run buttons for its code may follow it)."
+    replies = [o for o in saved.cells[cell].outputs if o.get('metadata', {}).get('boopiter', {}).get('reply')]
+    assert len(replies) == 1, saved.cells[cell].outputs
+    return replies[0]
 
 
 def reply_output(page, cell=PROMPT_CELL):
-    return page.locator('.jp-Notebook .jp-Cell').nth(cell).locator('.jp-OutputArea-output')
+    "The reply, the first output of the prompt cell."
+    return page.locator('.jp-Notebook .jp-Cell').nth(cell).locator('.jp-OutputArea-output').first
 
 
 def check_png(shot, width, height, size):
@@ -233,7 +234,7 @@ def test_lab_reply_screenshot(lab, page, srv, tmp_path, request):
     reply_output(page).locator('details').wait_for()
     shot = artifacts/'lab-reply.png'
     shot.unlink(missing_ok=True)
-    page.locator('.jp-Notebook .jp-Cell').nth(PROMPT_CELL).locator('.jp-OutputArea').screenshot(path=shot)
+    page.locator('.jp-Notebook .jp-Cell').nth(PROMPT_CELL).locator('.jp-Cell-outputArea').screenshot(path=shot)
     check_png(shot, 300, 100, 5000)
 
 

@@ -26,9 +26,10 @@ def test_reply_streams_into_one_display_throttled_and_ends_exact(kernel, srv):
     srv.script(reply, delay=0.01)
     res = kernel.run(f'%%prompt -m {MODEL}\nTell me a story')
     assert res.status == 'ok'
-    displays = [m for m in res.messages if m[1] in ('display_data', 'update_display_data')]
+    displays = [m for m in res.messages if m[1] in ('display_data', 'update_display_data') and 'text/markdown' in m[2]['data']]
     ids = {m[2]['transient']['display_id'] for m in displays}
-    assert len(ids) == 1 and res.count('display_data') == 1             # one display handle per reply
+    assert len(ids) == 1 and sum(m[1] == 'display_data' for m in displays) == 1   # one display handle per reply
+    assert res.count('display_data') == 2                               # and the Run buttons for its python block
     assert {tuple(sorted(m[2]['data'])) for m in displays} == {('text/markdown', 'text/plain')}
     updates = [m for m in displays if m[1] == 'update_display_data']
     span = updates[-1][0] - displays[0][0]

@@ -18,7 +18,8 @@ def replies(nb):
 
 def test_every_notebook_is_tested():
     assert sorted(p.name for p in NBS.glob('*.ipynb')) == ['00_tour.ipynb', '01_context.ipynb',
-                                                            '02_models_and_settings.ipynb', '03_brain_menu.ipynb']
+                                                            '02_models_and_settings.ipynb', '03_brain_menu.ipynb',
+                                                            '04_tools.ipynb']
 
 
 def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
@@ -48,7 +49,7 @@ def test_context_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert first['options']['num_predict'] == 200                             # the project's settings.ini applies
     assert second['options']['num_ctx'] == 1024
     assert 'dropped' in got[1][1]['data']['text/markdown']
-    assert [m['role'] for m in third['messages']] == ['system', 'user'] and 'words' not in str(third['messages'])
+    assert [m['role'] for m in third['messages']] == ['system', 'user'] and '4 words' not in str(third['messages'])
 
 
 def test_models_and_settings_howto_on_the_test_server(srv, tmp_path, monkeypatch):
@@ -88,3 +89,26 @@ def test_brain_menu_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     status = cell['%boop status'].outputs[0]['text']
     assert 'model     smollm2:135m (from notebook binding)' in status
     assert 'binding   model smollm2:135m · reasoning off (qwen3:1.7b, effort h)' in status
+
+
+def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'04.ipynb'
+    shutil.copy(NBS/'04_tools.ipynb', nb_path)
+    srv.script('```python\nadd_numbers(47, 23)\n```')
+    srv.script('47 + 23 = 70.')
+    srv.script("```python\ncreate_ticket('Refund approved for every unit')\n```")
+    srv.script('Ticket 9001 is about an amber status ring.')
+    srv.script('Like this:\n\n```python\nadd_numbers(2, 3)\n```')
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    cell = {c.source.splitlines()[-1]: c for c in nb.cells if c.cell_type == 'code'}
+    def trace(key): return next(o['metadata']['boopiter']['tool_loop'] for o in cell[key].outputs
+                                if 'tool_loop' in o['metadata'].get('boopiter', {}))
+    added = trace('What is 47 + 23? Use the tool.')
+    assert added['stop'] == 'answered' and [s['status'] for s in added['steps']] == ['ok']
+    assert [s['status'] for s in trace('Summarize ticket 9001.')['steps']] == ['not requested']
+    assert cell['tickets'].outputs[0]['data']['text/plain'] == '[]'
+    consent = cell['Show me how to add 2 and 3 with the tool.'].outputs
+    assert any('application/vnd.jupyter.widget-view+json' in o.get('data', {}) for o in consent)
+    assert 'on   kernel' in cell['%boop tools'].outputs[0]['text']

@@ -1,0 +1,389 @@
+"""Tools the model calls by writing Python: plain functions in the kernel, described as Python signatures.
+
+Tools are never passed as a chat API's native `tools=`: Ollama/Qwen chat templates turn that into a
+`<tools>` block that makes local models call a tool on every prompt. Instead the functions are pushed
+into the kernel's namespace and `tools_system_prompt` shows them as Python `def` lines with their
+docments; the model uses one by writing a ```python block that calls it.
+
+Tools come from *sources* (`SOURCES`: name -> (factory, on by default, description)); a factory gets a
+`ToolContext` (the notebook's folder, the kernel namespace, the recorded cells) and returns functions.
+`get_tool_list(selection, ctx)` assembles the selected sources plus the notebook's own `add_tool`
+functions. Names in `NEVER_OFFERED` (remote or arbitrary command execution) are dropped whatever a
+source contributes or the selection says. The built-in sources only read: `files` stays inside the
+notebook's folder (symlinks are followed before checking), `kernel` lists variables and shows cells.
+A tool that changes something is marked with `@side_effect(intent)`; guards.py runs it only when
+the user's own prompt matches `intent`. Tools answer in text, and problems come back as `error: ...`.
+
+    ctx = ToolContext(Path('.'), ip.user_ns, recorder.cells)
+    tools = get_tool_list({'files': True, 'kernel': False}, ctx)
+    system = tools_system_prompt(tools)     # '' when there are no tools: then no system prompt is added
+"""
+
+__all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
+           'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
+           'file_tools', 'kernel_tools']
+
+import fnmatch, inspect, logging, os, re, reprlib, types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+from .context import cell_text, prompt_text, reply_text
+
+log = logging.getLogger(__name__)
+
+NEVER_OFFERED = frozenset({'run_cmd', 'remote_launch', 'remote_status', 'remote_smoke_test', 'exec', 'eval', 'system',
+                           'shell', 'bash', 'sh', 'subprocess_run', 'run_shell', 'os_system', 'popen'})
+_SKIP_DIRS = {'__pycache__', 'node_modules', '.git', '.venv'}
+_KERNEL_NAMES = {'In', 'Out', 'exit', 'quit', 'get_ipython'}
+_MAX_BYTES = 1_000_000    # read_file refuses, and search_files skips, bigger files
+_MAX_LIST, _MAX_MATCHES, _MAX_VARS = 300, 200, 200
+
+
+def side_effect(
+    intent:str,  # Regex the user's own prompt must match before the tool may run (checked in guards.py)
+):
+    "Decorator marking a tool that changes something; guards.py runs it only when the user's prompt matches `intent`."
+    re.compile(intent)   # a bad pattern is a programming error: fail where the tool is defined
+    def deco(fn):
+        fn.boopiter_intent = intent
+        return fn
+    return deco
+
+
+def _mark(fn):
+    "Mark `fn` as a tool (list_variables skips tools); some callables, like bound methods, take no attributes."
+    try: fn.boopiter_tool = True
+    except (AttributeError, TypeError): pass
+    return fn
+
+
+@dataclass
+class ToolContext:
+    "What a tool source may use: the notebook's folder, the kernel's namespace and the recorded cells."
+    root: Path                                       # The notebook's folder: file tools stay inside it
+    namespace: dict = field(default_factory=dict)    # The kernel's user namespace
+    cells: Callable = lambda: []                     # Zero-argument callable: the recorded `Cell`s in notebook order
+    def __post_init__(self): self.root = Path(self.root)
+
+
+# ---- file tools: read-only, confined to the notebook's folder
+
+def _within(root, p): return p is not None and (p == root or root in p.parents)
+def _escapes(root, p): return p.is_symlink() and not _within(root, _resolve(p))
+def _hidden(name): return name.startswith('.') or name in _SKIP_DIRS
+
+
+def _resolve(p):
+    "`p` with every symlink followed, or None for a symlink loop or a bad path."
+    try: return p.resolve()
+    except (OSError, RuntimeError, ValueError): return None
+
+
+def _confine(root, path):
+    "`path` (relative to `root`, or absolute) resolved through symlinks, or an `error: ...` string if it leaves `root`."
+    if not isinstance(path, (str, os.PathLike)): return f'error: path must be a string, not {type(path).__name__}'
+    s = os.fspath(path).strip() or '.'
+    if s.startswith('~'): return f"error: `{s}`: home-folder paths are not allowed; use one under the notebook's folder"
+    p = _resolve(root/s)
+    if p is None: return f'error: `{s}` cannot be resolved (a symlink loop?)'
+    if not _within(root, p): return f"error: `{s}` is outside the notebook's folder; tools only see files under it"
+    if any(part.startswith('.') for part in p.relative_to(root.resolve()).parts):   # .env, .git/config, .ssh: secrets
+        return f'error: `{s}` is hidden (a dot-file or dot-folder); tools do not read those'
+    return p
+
+
+def _walk(root, top):
+    "(path, is_dir) for each entry under `top` a tool may show: no hidden or bulky folders, nothing leaving `root`."
+    for d, dirs, files in os.walk(top):
+        d, keep = Path(d), []
+        for n in sorted(dirs):
+            p = d/n
+            if _hidden(n) or _escapes(root, p): continue
+            yield p, True
+            if not p.is_symlink(): keep.append(n)   # a linked folder is listed, not entered: no loops, no duplicates
+        dirs[:] = keep
+        for n in sorted(files):
+            p = d/n
+            if _hidden(n) or _escapes(root, p): continue
+            yield p, False
+
+
+def _is_binary(p):
+    with open(p, 'rb') as f: return b'\0' in f.read(8192)
+
+
+def _rel(root, p): return p.relative_to(root).as_posix()
+
+
+def file_tools(
+    root:Path,  # The notebook's folder: every path the tools take is resolved and must stay inside it
+)->list:        # [list_files, read_file, search_files]
+    "Read-only file tools confined to `root`."
+    root = Path(root).resolve()
+
+    def list_files(
+        path:str='.',     # Folder, relative to the notebook's folder
+        pattern:str='*',  # Shell-style pattern the names must match, e.g. '*.py'
+    )->str:               # One path per line, relative to the notebook's folder; folders end with '/'
+        "List files and folders under `path`, recursively (hidden and cache folders are skipped)"
+        top = _confine(root, path)
+        if isinstance(top, str): return top
+        if not top.exists(): return f'error: no such folder: {path}'
+        if not top.is_dir(): return f'error: {path} is a file; read_file reads it'
+        try: found = sorted(_rel(root, p) + ('/' if is_dir else '') for p,is_dir in _walk(root, top)
+                            if fnmatch.fnmatch(p.name, pattern))
+        except OSError as e: return f'error: {e}'
+        if not found: return f'(nothing under {path} matches {pattern!r})'
+        more = len(found) - _MAX_LIST
+        return '\n'.join(found[:_MAX_LIST] + ([f'... {more} more; narrow `path` or `pattern`'] if more > 0 else []))
+
+    def read_file(
+        path:str,           # File, relative to the notebook's folder
+        start_line:int=1,   # First line to show (1-based)
+        end_line:int=None,  # Last line to show; None: to the end
+    )->str:                 # The lines, each prefixed with its number
+        "Read a text file, with line numbers"
+        from fastcore.tools import view_file
+        p = _confine(root, path)
+        if isinstance(p, str): return p
+        if not p.exists(): return f'error: no such file: {path}'
+        if p.is_dir(): return f'error: {path} is a folder; list_files lists it'
+        try:
+            start, end = int(start_line), None if end_line is None else int(end_line)
+            if p.stat().st_size > _MAX_BYTES: return f'error: {path} is over 1 MB; search_files finds lines in it'
+            if _is_binary(p): return f'error: {path} is a binary file'
+            return str(view_file(str(p), start, end, nums=True)) or '(empty file)'
+        except (TypeError, ValueError) as e: return f'error: {e}'
+        except OSError as e: return f'error: cannot read {path}: {e.strerror or e}'
+
+    def search_files(
+        pattern:str,    # Regular expression to look for (case-insensitive)
+        path:str='.',   # File or folder to search, relative to the notebook's folder
+        glob:str='*',   # Shell-style pattern the file names must match, e.g. '*.py'
+    )->str:             # One `path:line: text` line per match
+        "Search text files for a regular expression"
+        try: rx = re.compile(pattern, re.I)
+        except (re.error, TypeError) as e: return f'error: bad regular expression {pattern!r}: {e}'
+        top = _confine(root, path)
+        if isinstance(top, str): return top
+        if not top.exists(): return f'error: no such file or folder: {path}'
+        files = [top] if top.is_file() else [p for p,is_dir in _walk(root, top) if not is_dir]
+        out = []
+        for p in files:
+            if not fnmatch.fnmatch(p.name, glob) and p != top: continue
+            try:
+                if not p.is_file() or p.stat().st_size > _MAX_BYTES or _is_binary(p): continue
+                text = p.read_bytes().decode('utf-8', 'replace')
+            except OSError: continue
+            for i,line in enumerate(text.splitlines(), 1):
+                if not rx.search(line): continue
+                if len(out) == _MAX_MATCHES: return '\n'.join(out + [f'... stopped at {len(out)} matches; narrow it'])
+                out.append(f'{_rel(root, p)}:{i}: {line.strip()[:200]}')
+        return '\n'.join(out) or f'(no matches for {pattern!r})'
+
+    return [_mark(list_files), _mark(read_file), _mark(search_files)]
+
+
+# ---- kernel tools: read-only views of the user's variables and cells
+
+_repr = reprlib.Repr()
+_repr.maxstring, _repr.maxother, _repr.maxlong, _repr.maxlist, _repr.maxdict = 80, 80, 40, 8, 6
+
+
+def _is_tool(v):
+    try: return getattr(v, 'boopiter_tool', False) is True
+    except Exception: return False    # an object whose __getattr__ fails is a user variable, not a tool
+
+
+def _describe(name, v):
+    "One `name: type[, shape (…)|len N]: preview` line."
+    kind = type(v).__name__
+    try: shape = getattr(v, 'shape', None)
+    except Exception: shape = None
+    if isinstance(shape, tuple): kind += f', shape {tuple(shape)}'
+    elif hasattr(type(v), '__len__') and not isinstance(v, type):
+        try: kind += f', len {len(v)}'
+        except Exception: pass
+    try: preview = ' '.join(_repr.repr(v).split())
+    except Exception as e: preview = f'<repr failed: {type(e).__name__}>'
+    return f'{name}: {kind}: {preview[:77] + "..." if len(preview) > 80 else preview}'
+
+
+def _user_vars(ns):
+    for k,v in sorted(ns.items()):
+        if k.startswith('_') or k in _KERNEL_NAMES or isinstance(v, types.ModuleType) or _is_tool(v): continue
+        yield k, v
+
+
+def _show(cell):
+    if cell.kind != 'prompt': return cell_text(cell)[0]
+    return f'Prompt:\n{prompt_text(cell.source)}\n\nReply:\n{reply_text(cell) or "(none recorded)"}'
+
+
+def kernel_tools(
+    namespace:dict,  # The kernel's user namespace
+    cells:Callable,  # Zero-argument callable returning the recorded `Cell`s in notebook order
+)->list:             # [list_variables, show_cell]
+    "Read-only tools over the kernel's variables and recorded cells."
+
+    def list_variables(
+        pattern:str='',  # Only names containing this text (any case)
+    )->str:              # One `name: type[, shape|len]: preview` line per variable
+        "List the user's variables in the kernel, with their types and a short preview"
+        pat = str(pattern or '').lower()
+        lines = [_describe(k, v) for k,v in _user_vars(dict(namespace)) if pat in k.lower()]
+        if not lines: return f'(no variables{f" matching {pattern!r}" if pat else ""})'
+        more = len(lines) - _MAX_VARS
+        return '\n'.join(lines[:_MAX_VARS] + ([f'... {more} more; pass a `pattern`'] if more > 0 else []))
+
+    def show_cell(
+        index:int=-1,  # Which cell: 0 is the first, -1 the last (most recent)
+    )->str:            # The cell's source and its text outputs
+        "Show one of the notebook's cells that ran, with its outputs"
+        cs = list(cells())
+        if not cs: return 'error: no cells have run yet'
+        try: return _show(cs[int(index)])
+        except (IndexError, TypeError, ValueError):
+            return f'error: no cell {index!r}; there are {len(cs)} (0 to {len(cs)-1}, or -1 for the last)'
+
+    return [_mark(list_variables), _mark(show_cell)]
+
+
+# ---- sources, selection and the notebook's own tools
+
+def _kernel_source(ctx): return kernel_tools(ctx.namespace, ctx.cells)
+def _files_source(ctx): return file_tools(ctx.root)
+
+SOURCES = {  # name: (factory(ctx)->list of tools, selected by default, description for the tools menu)
+    'kernel': (_kernel_source, True, "Variables and cells of this kernel (read-only)"),
+    'files': (_files_source, True, "Files under the notebook's folder: list, read, search (read-only)"),
+}
+DEFAULT_SELECTION = {name: default for name,(_,default,_) in SOURCES.items()}
+_NOTEBOOK = {}   # name: fn, the tools this process added with add_tool
+
+
+def register_tool_source(
+    name:str,           # Key in a selection, e.g. 'web'
+    factory:Callable,   # factory(ctx:ToolContext)->list of tools; give `ctx` a default if it works without one
+    default:bool=False, # Whether the source is selected unless a selection says otherwise
+    description:str='', # One line for the tools menu
+):
+    "Add (or replace) a tool source."
+    if not callable(factory): raise TypeError(f'tool source {name!r}: the factory must be callable, not {factory!r}')
+    SOURCES[name] = (factory, default, description)
+    DEFAULT_SELECTION[name] = default
+
+
+def _needs_ctx(factory):
+    "Whether `factory` must be given a context: it has a first parameter without a default."
+    try: ps = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError): return True
+    return bool(ps) and ps[0].default is ps[0].empty and ps[0].kind not in (ps[0].VAR_POSITIONAL, ps[0].VAR_KEYWORD)
+
+
+def _named(fn): return isinstance(getattr(fn, '__name__', None), str) and fn.__name__.isidentifier()
+def _blocked(fn): return _named(fn) and fn.__name__.lower() in NEVER_OFFERED
+
+
+def add_tool(
+    fn:Callable,  # A function with a docstring and docments; the model calls it by its `__name__`
+)->Callable:      # `fn` itself, so `@add_tool` works as a decorator
+    "Offer `fn` to the model in this notebook, on top of the selected sources (a same-named tool is replaced)."
+    if not callable(fn): raise TypeError(f'add_tool needs a function, not {type(fn).__name__}: {fn!r}')
+    if not _named(fn): raise TypeError(f'add_tool needs a function with a name the model can call (use `def`), not {fn!r}')
+    if _blocked(fn): raise ValueError(f'`{fn.__name__}` is never offered to the model (command execution); rename it')
+    _NOTEBOOK[fn.__name__] = _mark(fn)
+    return fn
+
+
+def remove_tool(
+    name:str,  # Name of a tool added with add_tool (or the function itself)
+):
+    "Stop offering a tool added with `add_tool`."
+    name = getattr(name, '__name__', name)
+    if name not in _NOTEBOOK: raise KeyError(f'no notebook tool named {name!r}; notebook_tools() lists them')
+    del _NOTEBOOK[name]
+
+
+def notebook_tools()->list:
+    "The tools added with `add_tool`, in the order they were added."
+    return list(_NOTEBOOK.values())
+
+
+def _source_tools(name, factory, ctx):
+    try: tools = list(factory(ctx))
+    except Exception as e:   # one broken source must not stop the prompt: the others still work
+        log.warning('tool source %r failed and was skipped: %s: %s', name, type(e).__name__, e)
+        return []
+    ok = []
+    for fn in tools:
+        if not callable(fn) or not _named(fn): log.warning('tool source %r gave a non-tool %r; skipped', name, fn)
+        elif _blocked(fn): log.warning('tool source %r offered %r, which is never offered; dropped', name, fn.__name__)
+        else: ok.append(_mark(fn))
+    return ok
+
+
+def get_tool_list(
+    selection:dict=None,    # Source name -> selected; None: DEFAULT_SELECTION; a missing name takes its default
+    ctx:ToolContext=None,   # What sources work on; None skips sources that need it
+)->list:                    # Callables, deduped by name, never anything in NEVER_OFFERED
+    "The tools to offer: the selected sources' tools, then this notebook's own (which replace same-named ones)."
+    sel, tools = selection or {}, {}
+    for name,(factory, default, _) in list(SOURCES.items()):
+        if not sel.get(name, DEFAULT_SELECTION.get(name, default)) or (ctx is None and _needs_ctx(factory)): continue
+        for fn in _source_tools(name, factory, ctx): tools.setdefault(fn.__name__, fn)   # the first source wins
+    tools.update({k: fn for k,fn in _NOTEBOOK.items() if not _blocked(fn)})
+    return list(tools.values())
+
+
+# ---- how the model reads the tools
+
+_ANY = inspect.Signature([inspect.Parameter('args', inspect.Parameter.VAR_POSITIONAL)])   # a callable we cannot inspect
+_SIDE_EFFECT_NOTE = '# Changes something: call it only when the user asked for that, in their own words\n'
+
+def _anno(a): return a if isinstance(a, str) else inspect.formatannotation(a)
+def _oneline(s): return ' '.join(str(s).split())
+
+
+def _param(p, doc):
+    star = {p.VAR_POSITIONAL: '*', p.VAR_KEYWORD: '**'}.get(p.kind, '')
+    s = star + p.name + (f':{_anno(p.annotation)}' if p.annotation is not p.empty else '')
+    s += f'={p.default!r}' if p.default is not p.empty else ''
+    return f'    {s},' + (f'  # {_oneline(doc)}' if doc else '')
+
+
+def tool_signature(
+    fn:Callable,  # A tool
+)->str:           # Its `def` line(s) with annotations, defaults and docments comments, then its docstring's first line
+    "The tool as the model should read it: a Python signature with its docments."
+    from fastcore.docments import docments
+    name = getattr(fn, '__name__', type(fn).__name__)
+    try: sig = inspect.signature(fn)
+    except (TypeError, ValueError): sig = _ANY
+    try: docs = docments(fn)
+    except Exception: docs = {}   # no source to read comments from (e.g. a function built with exec)
+    ps, lines = list(sig.parameters.values()), []
+    for i,p in enumerate(ps):
+        if p.kind == p.KEYWORD_ONLY and (i == 0 or ps[i-1].kind not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)):
+            lines.append('    *,')
+        lines.append(_param(p, docs.get(p.name)))
+        if p.kind == p.POSITIONAL_ONLY and (i+1 == len(ps) or ps[i+1].kind != p.POSITIONAL_ONLY): lines.append('    /,')
+    ret = f'->{_anno(sig.return_annotation)}' if sig.return_annotation is not sig.empty else ''
+    rdoc = f'  # {_oneline(docs["return"])}' if docs.get('return') else ''
+    head = f'def {name}(\n' + '\n'.join(lines) + f'\n){ret}:{rdoc}' if lines else f'def {name}(){ret}:{rdoc}'
+    doc = (inspect.getdoc(fn) or '').strip().split('\n')[0]
+    body = '    "' + doc.replace('\\', '\\\\').replace('"', '\\"') + '"' if doc else '    ...'
+    note = _SIDE_EFFECT_NOTE if getattr(fn, 'boopiter_intent', None) is not None else ''
+    return f'{note}{head}\n{body}'
+
+
+def tools_system_prompt(
+    tools:list,  # The tools on offer (see get_tool_list)
+)->str:          # A system-prompt block, or '' when there are no tools (then add no system prompt at all)
+    "Describe `tools` as Python functions already defined in the user's kernel."
+    if not tools: return ''
+    sigs = '\n\n'.join(tool_signature(fn) for fn in tools)
+    return ("These Python functions are already defined in the user's Python kernel. To use one, write a ```python "
+            "block that only calls it with literal arguments, one call per line, then stop: its output comes back in "
+            "the next message. Do not import or redefine them. Answer plain questions in plain words without calling "
+            "tools, and never call a tool the question does not need.\n\n```python\n" + sigs + "\n```")
