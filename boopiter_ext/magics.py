@@ -35,14 +35,6 @@ def _trait(key):
     return {str: Unicode, int: Integer, float: Float, bool: Bool}[typ](default, help=help).tag(config=True)
 
 
-def _selection(tools:str)->dict|None:
-    "The `tools` setting as a selection: None for the default, `none` for nothing, else the named sources."
-    names = [t.strip() for t in tools.split(',') if t.strip()]
-    if not names: return None
-    from .tools import SOURCES
-    return {name: name in names for name in SOURCES}
-
-
 def _warm_up(litellm=True):
     "Import what the first prompt needs off the main thread: the Markdown parser, and litellm (~4.5 s) unless unneeded."
     try:
@@ -282,26 +274,25 @@ class BoopMagics(Magics):
     def _boop_tools(self, arg):
         """`%boop tools`: the sources, on or off, and their tools; `%boop tools files off kernel on`, `%boop tools auto on`
         change the selection (saved with the binding)."""
-        from .tools import SOURCES, DEFAULT_SELECTION
+        from .tools import SOURCES, DEFAULT_SELECTION, notebook_tools, parse_selection, selection_setting
         words = arg.split()
         if len(words) % 2 or any(w not in ('on', 'off') for w in words[1::2]):
             raise UsageError('Usage: `%boop tools`, `%boop tools SOURCE on|off ...` or `%boop tools auto on|off`.')
         s = self.settings(nb=self.notebook())
-        chosen = _selection(s['tools']) or dict(DEFAULT_SELECTION)
+        chosen = parse_selection(s['tools']) or dict(DEFAULT_SELECTION)
         changes = {}
         for name,state in zip(words[::2], words[1::2]):
             if name == 'auto': changes['auto'] = state == 'on'
             elif name in SOURCES: chosen[name] = state == 'on'
             else: raise UsageError(f'Unknown tool source `{name}`; the sources are: {", ".join(SOURCES)}.')
         if any(w != 'auto' for w in words[::2]):
-            changes['tools'] = ', '.join(n for n,on in chosen.items() if on) or 'none'
+            changes['tools'] = selection_setting(chosen)
         if changes: self.set_binding(**changes)
         s = self.settings(nb=self.notebook())
         offered = self._offer_tools(s, self.notebook())
-        chosen = _selection(s['tools']) or dict(DEFAULT_SELECTION)
+        chosen = parse_selection(s['tools']) or dict(DEFAULT_SELECTION)
         for name,(factory, default, doc) in SOURCES.items():
             print(f'{"on " if chosen.get(name) else "off"}  {name:<8} {doc}')
-        from .tools import notebook_tools
         if notebook_tools(): print(f'on   {"notebook":<8} added with add_tool: {", ".join(f.__name__ for f in notebook_tools())}')
         print(f'offered: {", ".join(offered) or "none"}')
         print('auto: ' + ('on: guarded calls run by themselves' if s['auto'] else 'off: each python block waits for your Run click'))
@@ -381,11 +372,11 @@ class BoopMagics(Magics):
     def _offer_tools(self, settings, nb)->dict:
         "The selected tools by name, pushed into the user namespace (and deselected ones taken out)."
         from pathlib import Path
-        from .tools import ToolContext, get_tool_list
+        from .tools import ToolContext, get_tool_list, parse_selection
         ctx = ToolContext(root=nb.parent if nb else Path.cwd(), namespace=self.shell.user_ns,
                           cells=lambda: self._cells_above(nb))
         ns, offered = self.shell.user_ns, {}
-        for fn in get_tool_list(_selection(settings['tools']), ctx):
+        for fn in get_tool_list(parse_selection(settings['tools']), ctx):
             mine = ns.get(fn.__name__)
             if mine is None or mine is fn or getattr(mine, 'boopiter_tool', False): offered[fn.__name__] = fn
             else: log.warning('boopiter_ext: tool %s not offered: your variable of that name stays', fn.__name__)

@@ -3,6 +3,7 @@ with no extension and no CDN.
 
     model [qwen3:1.7b 🔧🧠 · 1.4 GB ▾]  (reasoning)  [qwen3:8b 🔧🧠 · 5.2 GB ▾]  auto L M H
     keep [default ▾]  context [auto ▾]  ⟳
+    🔧 tools  [x] kernel  [x] files  (auto-run)
     answering: qwen3:1.7b (notebook binding) · 40,960-token context · 1.4 GB · models: 3 ollama, 1 local
 
 Each control writes the notebook's binding (`BoopMagics.set_binding`), which keeps the saved binding
@@ -19,6 +20,7 @@ import ipywidgets as W
 from .catalog import human_size
 from .models import LOCAL_ID, picked_model
 from .settings import short_source
+from .tools import DEFAULT_SELECTION, SOURCES, parse_selection, selection_setting
 
 KEEP_ALIVE = [('default', ''), ('unload after each reply', '0'), ('1 min', '1'), ('5 min', '5'),
               ('15 min', '15'), ('1 hour', '60'), ('forever', '-1')]
@@ -51,14 +53,24 @@ class Toolbar:
         self.context = W.Dropdown(description='context', layout=W.Layout(width='150px'), style=dict(description_width='52px'),
                                   tooltip='Context window (num_ctx); auto sizes it to each prompt')
         self.refresh_button = W.Button(icon='refresh', tooltip='List the models again', layout=W.Layout(width='36px'))
+        # the wrench menu: which tool sources the model is offered, and whether guarded calls run by themselves
+        self.sources = {name: W.Checkbox(description=name, indent=False, tooltip=doc, layout=W.Layout(width='auto'))
+                        for name,(_, _, doc) in SOURCES.items()}
+        self.auto = W.ToggleButton(description='auto-run', icon='bolt', layout=W.Layout(width='100px'),
+                                   tooltip='Run guarded tool calls by themselves (off: each python block waits for Run)')
+        tools_row = W.HBox([W.HTML('<span title="Tools offered to the model">🔧 tools</span>',
+                                   layout=W.Layout(width='60px')), *self.sources.values(), self.auto])
         self.status = W.HTML()
+        self.status.add_class('boopiter-status')
         self.widget = W.VBox([W.HBox([self.model, self.use_reasoning, self.reasoning_model, self.effort]),
-                              W.HBox([self.keep_alive, self.context, self.refresh_button]), self.status])
+                              W.HBox([self.keep_alive, self.context, self.refresh_button]), tools_row, self.status])
         self.widget.add_class('boopiter-toolbar')
-        self._widgets = [self.widget, *self.widget.children, *[c for b in self.widget.children[:2] for c in b.children]]
+        self._widgets = [self.widget, *self.widget.children, *[c for b in self.widget.children[:3] for c in b.children]]
         for w,key in ((self.model, 'model'), (self.reasoning_model, 'reasoning_model'), (self.use_reasoning, 'reasoning'),
                       (self.effort, 'think'), (self.keep_alive, 'keep_alive'), (self.context, 'context_size')):
             w.observe(lambda change, key=key: self._picked(key, change['new']), names='value')
+        self.auto.observe(lambda change: self._picked('auto', change['new']), names='value')
+        for box in self.sources.values(): box.observe(lambda change: self._picked_sources(), names='value')
         self.refresh_button.on_click(lambda _: self.refresh())
         self._options = {}
 
@@ -72,6 +84,11 @@ class Toolbar:
     def _picked(self, key, value):
         with self._lock:
             if not self._quiet: self.magics.set_binding(**{key: None if value in ('', None) else value})
+
+    def _picked_sources(self):
+        with self._lock:
+            if not self._quiet:
+                self.magics.set_binding(tools=selection_setting({n: b.value for n,b in self.sources.items()}))
 
     # -- from the binding and the listing to the widgets
     def refresh(self):
@@ -113,6 +130,10 @@ class Toolbar:
         self._set(self.effort, value=effort if effort in ('l', 'm', 'h') else '')
         self._set(self.keep_alive, tuple(_unlisted(str(s['keep_alive']), KEEP_ALIVE)), str(s['keep_alive']))
         self._set(self.context, tuple(_unlisted(s['context_size'], sizes, _size_label)), s['context_size'])
+        chosen = parse_selection(s['tools']) or DEFAULT_SELECTION
+        for name,box in self.sources.items(): self._set(box, value=bool(chosen.get(name)))
+        self._set(self.auto, value=bool(s['auto']))
+        self.auto.button_style = 'warning' if s['auto'] else ''
         self.use_reasoning.button_style = 'info' if s['reasoning'] else ''
         self.reasoning_model.disabled = self.effort.disabled = len(thinkers) == 1 and not s['reasoning_model']
         html = self._status_html(s, listing)

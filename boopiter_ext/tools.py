@@ -21,7 +21,7 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
 
 __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
-           'file_tools', 'kernel_tools']
+           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting']
 
 import fnmatch, inspect, logging, os, re, reprlib, types
 from dataclasses import dataclass, field
@@ -321,6 +321,19 @@ def _source_tools(name, factory, ctx):
         elif _blocked(fn): log.warning('tool source %r offered %r, which is never offered; dropped', name, fn.__name__)
         else: ok.append(_mark(fn))
     return ok
+
+
+def parse_selection(
+    setting:str,  # The `tools` setting: source names, comma-separated; `none`; or empty for the defaults
+)->dict|None:     # A selection for `get_tool_list` (None: the default one)
+    "The `tools` setting as a selection: every known source on or off."
+    names = [t.strip() for t in setting.split(',') if t.strip()]
+    return {name: name in names for name in SOURCES} if names else None
+
+
+def selection_setting(selection:dict)->str:
+    "The `tools` setting for `selection`: the sources that are on, or `none`."
+    return ', '.join(n for n,on in selection.items() if on) or 'none'
 
 
 def get_tool_list(

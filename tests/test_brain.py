@@ -13,6 +13,11 @@ def labels(k, description):
     return k.widget(_model_name='DropdownModel', description=description)[1]['_options_labels']
 
 
+def status(k):
+    "The menu's status line."
+    return k.widget(_model_name='HTMLModel', _dom_classes=['boopiter-status'])[1]['value']
+
+
 def pick(k, description, starts):
     "Choose the dropdown option whose label starts with `starts`, as a user would; return the kernel's response."
     cid, state = k.widget(_model_name='DropdownModel', description=description)
@@ -51,12 +56,12 @@ def test_menu_lists_every_model_and_a_pick_binds_the_notebook(kernel, srv):
     assert any(l.startswith('smollm2-135m · tiny embedded model') for l in models)
     assert kernel.widget(_model_name='DropdownModel', description='')[1]['_options_labels'] == \
         ['no reasoning model', 'qwen3:1.7b 🔧🧠 · 1.4 GB']   # only thinking models
-    assert 'answering: <b>gemma3:4b</b> (auto)' in kernel.widget(_model_name='HTMLModel')[1]['value']
+    assert 'answering: <b>gemma3:4b</b> (auto)' in status(kernel)
 
     res = pick(kernel, 'model', 'smollm2:135m')
     assert binding_updates(res) == [{'version': 1, 'model': 'smollm2:135m'}]
     assert labels(kernel, 'context') == ['auto', '2k', '4k', '8k']   # sizes up to the model's context length
-    assert 'answering: <b>smollm2:135m</b> (notebook binding)' in kernel.widget(_model_name='HTMLModel')[1]['value']
+    assert 'answering: <b>smollm2:135m</b> (notebook binding)' in status(kernel)
     assert wait_for(lambda: unloads(srv) == ['gemma3:4b'])   # the old pick leaves Ollama's memory, off the main thread
 
     reply = kernel.run('%%prompt\nhello again').reply['metadata']['boopiter']
@@ -75,7 +80,7 @@ def test_reasoning_toggle_effort_keep_alive_and_context_reach_the_wire(kernel, s
     effort, state = kernel.widget(_model_name='ToggleButtonsModel')
     assert state['_options_labels'] == ['auto', 'L', 'M', 'H']
     kernel.set_widget(effort, index=3)
-    res = kernel.set_widget(kernel.widget(_model_name='ToggleButtonModel')[0], value=True)
+    res = kernel.set_widget(kernel.widget(_model_name='ToggleButtonModel', description='reasoning')[0], value=True)
     assert binding_updates(res)[-1] == dict(version=1, model='smollm2:135m', reasoning_model='qwen3:1.7b',
                                             reasoning=True, think='h')
     pick(kernel, 'keep', '15 min')
@@ -84,7 +89,7 @@ def test_reasoning_toggle_effort_keep_alive_and_context_reach_the_wire(kernel, s
     chat = srv.last_chat()
     assert chat['model'] == 'qwen3:1.7b' and chat['think'] in (True, 'high')
     assert chat['keep_alive'] == '15m' and chat['options']['num_ctx'] == 16384
-    kernel.set_widget(kernel.widget(_model_name='ToggleButtonModel')[0], value=False)
+    kernel.set_widget(kernel.widget(_model_name='ToggleButtonModel', description='reasoning')[0], value=False)
     kernel.run('%%prompt\nplain answer')
     chat = srv.last_chat()
     assert chat['model'] == 'smollm2:135m' and 'think' not in chat   # the effort belongs to the reasoning model

@@ -175,3 +175,19 @@ def test_insert_puts_the_reply_code_into_a_new_cell(tools, srv):
     srv.script('Here:\n\n' + block('add_numbers(1, 1)') + '\n\nand\n\n' + block('add_numbers(2, 2)'))
     payload = tools.run('%%prompt --insert -m qwen3:1.7b\ncode please').payload
     assert payload == [dict(source='set_next_input', text='add_numbers(1, 1)\n\nadd_numbers(2, 2)', replace=False)]
+
+
+def test_the_wrench_menu_picks_sources_and_auto_mode_saved_with_the_binding(tools, srv):
+    tools.run('%boop')
+    files = tools.widget(_model_name='CheckboxModel', description='files')[0]
+    res = tools.set_widget(files, value=False)
+    bound = [c['data']['application/vnd.boopiter.settings+json'] for t,kind,c in res.messages if kind == 'update_display_data']
+    assert bound[-1]['tools'] == 'kernel'
+    res = tools.set_widget(tools.widget(_model_name='ToggleButtonModel', description='auto-run')[0], value=True)
+    assert [c['data']['application/vnd.boopiter.settings+json'] for t,kind,c in res.messages
+            if kind == 'update_display_data'][-1]['auto'] is True
+    srv.script(block('add_numbers(2, 3)'))
+    srv.script('5')
+    res = tools.run('%%prompt -m qwen3:1.7b\n2 + 3?')   # no --auto: the menu's switch applies
+    assert loop_of(res)['stop'] == 'answered' and statuses(res) == ['ok']
+    assert tools.value("'read_file' in dir()") == 'False' and 'def read_file(' not in srv.chats()[0]['messages'][0]['content']
