@@ -34,6 +34,7 @@ class CodeActions:
 
     def run(self, i:int):
         "Run block `i` in the kernel's namespace; its output goes under the block (and into the context)."
+        self.outputs[i].clear_output()   # a second click shows the second run, not both
         with self.outputs[i]: self.shell.run_cell(self.blocks[i], store_history=True)   # a cell in history and context
 
     def copy(self, i:int):

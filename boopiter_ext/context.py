@@ -10,7 +10,7 @@ first, never the current prompt. The returned ledger says what was sent, clipped
     msgs, ledger = build_context(order_cells(executed, saved, current), 'Why is this slow?', limit=6000)
 """
 
-__all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text',
+__all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text', 'fenced',
            'build_context', 'context_window', 'estimate_tokens', 'SYSTEM_PROMPT', 'IMAGE_TOKENS']
 
 import json, re
@@ -78,7 +78,11 @@ def clip(
     return f'{head}\n… [clipped {len(text)-len(head)-len(tail):,} of {len(text):,} characters] …\n{tail}', True
 
 
-def _fence(text, lang=''):
+def fenced(
+    text:str,     # Any text, backticks included
+    lang:str='',  # Info string
+)->str:           # `text` in a code fence no backtick run inside it can close
+    "A fenced code block around `text`, with a fence longer than any run of backticks in it."
     ticks = max([3] + [len(m) + 1 for m in re.findall(r'`{3,}', text)])
     return f'{"`"*ticks}{lang}\n{text.rstrip()}\n{"`"*ticks}'
 
@@ -139,8 +143,8 @@ def cell_text(
         t, im = _output_parts(o, vision)
         t, c = clip(t, clip_chars)
         out.append(t); imgs += im; clipped |= c
-    text = f'{label}:\n{_fence(cell.source, "python")}'
-    if out: text += '\nOutput:\n' + _fence('\n'.join(out))
+    text = f'{label}:\n{fenced(cell.source, "python")}'
+    if out: text += '\nOutput:\n' + fenced('\n'.join(out))
     return text, imgs, clipped
 
 

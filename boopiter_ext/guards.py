@@ -55,11 +55,13 @@ def python_blocks(
     return [code for lang,code,_,end in _fences(text) if end is not None and lang in _PY_LANGS]
 
 
-def _canon(v):
-    "A repr that does not depend on dict or set order."
-    if isinstance(v, dict): return '{' + ', '.join(sorted(f'{_canon(k)}: {_canon(x)}' for k,x in v.items())) + '}'
-    if isinstance(v, (set, frozenset)): return '{' + ', '.join(sorted(map(_canon, v))) + '}'
-    if isinstance(v, (list, tuple)): return type(v).__name__ + '(' + ', '.join(map(_canon, v)) + ')'
+def _canon(v, depth=0):
+    "A repr that does not depend on dict or set order (and stops descending at depth 20: a list may contain itself)."
+    if depth > 20: return f'<{type(v).__name__} at {id(v):#x}>'
+    def c(x): return _canon(x, depth + 1)
+    if isinstance(v, dict): return '{' + ', '.join(sorted(f'{c(k)}: {c(x)}' for k,x in v.items())) + '}'
+    if isinstance(v, (set, frozenset)): return '{' + ', '.join(sorted(map(c, v))) + '}'
+    if isinstance(v, (list, tuple)): return type(v).__name__ + '(' + ', '.join(map(c, v)) + ')'
     try: return repr(v)
     except Exception: return f'<{type(v).__name__} at {id(v):#x}>'
 
@@ -186,22 +188,23 @@ def _tname(t):
     return getattr(t, '__name__', None) or str(t).replace('typing.', '')
 
 
-def _fits(v, t)->bool:
+def _fits(v, t, depth=0)->bool:
     "Whether `v` satisfies annotation `t`; annotations this does not understand accept anything."
-    if any(t is x for x in (Any, object, inspect.Parameter.empty)): return True
+    if depth > 20 or any(t is x for x in (Any, object, inspect.Parameter.empty)): return True
+    def _fits_(x, y): return _fits(x, y, depth + 1)
     if t is None or t is type(None): return v is None
     o, a = get_origin(t), get_args(t)
     if o is Literal: return any(type(v) is type(x) and v == x for x in a)
-    if o in (Union, types.UnionType): return any(_fits(v, x) for x in a)
-    if o is typing.Annotated: return _fits(v, a[0])
+    if o in (Union, types.UnionType): return any(_fits_(v, x) for x in a)
+    if o is typing.Annotated: return _fits_(v, a[0])
     if o is not None:
         if isinstance(o, type) and not isinstance(v, o): return False
         if not a: return True
-        if o in (list, set, frozenset): return all(_fits(x, a[0]) for x in v)
-        if o is dict: return all(_fits(k, a[0]) and _fits(x, a[1]) for k,x in v.items())
+        if o in (list, set, frozenset): return all(_fits_(x, a[0]) for x in v)
+        if o is dict: return all(_fits_(k, a[0]) and _fits_(x, a[1]) for k,x in v.items())
         if o is tuple:
-            if len(a) == 2 and a[1] is ...: return all(_fits(x, a[0]) for x in v)
-            return len(a) == len(v) and all(_fits(x, y) for x,y in zip(v, a))
+            if len(a) == 2 and a[1] is ...: return all(_fits_(x, a[0]) for x in v)
+            return len(a) == len(v) and all(_fits_(x, y) for x,y in zip(v, a))
         return True
     if t is int: return isinstance(v, int) and not isinstance(v, bool)
     if t is float: return isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -293,19 +296,20 @@ def check_call(
     if intent is None: return 'ok', None
     if not _asked(intent, user_text or ''):
         return 'not requested', 'error: the user did not ask for this action, so it was not performed.'
-    if confirm is None or not confirm(call.name, bound):
-        return 'declined', 'The user declined this action. It was not performed.'
+    answer = confirm(call.name, bound) if confirm is not None else None
+    if answer is None: return 'declined', 'No one could be asked to confirm this action, so it was not performed.'
+    if not answer: return 'declined', 'The user declined this action. It was not performed.'
     return 'ok', None
 
 
 def confirm_by_input(
     name:str,   # The tool about to run
     args:dict,  # Its arguments by name
-)->bool:        # Whether the user typed y or yes
-    "Ask on stdin before a tool with side effects runs; no stdin (e.g. under nbclient) means no."
+)->bool|None:   # Whether the user typed y or yes; None if no one could be asked
+    "Ask on stdin before a tool with side effects runs; no stdin (e.g. under nbclient) gives None: not asked, so no."
     shown = ', '.join(f'{k}={v!r}' for k,v in args.items())
     try: return input(f'Run {name}({shown})? [y/N] ').strip().lower() in ('y', 'yes')
-    except (EOFError, OSError, NotImplementedError): return False   # IPython's StdinNotImplementedError is the last
+    except (EOFError, OSError, NotImplementedError): return None   # IPython's StdinNotImplementedError is the last
 
 
 # (label, pattern): text addressing the model, not the user's data, tends to look like this. A verb and then a

@@ -16,6 +16,7 @@ model clients, context building and stream handling it calls are plain Python.
 __all__ = ['BoopMagics']
 
 import atexit, logging, threading, uuid
+from pathlib import Path
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class, cell_magic, line_magic
 from IPython.core.magic_arguments import magic_arguments, argument, parse_argstring
@@ -220,6 +221,7 @@ class BoopMagics(Magics):
         nb = self.notebook()
         cell = dict(model=args.model, think=args.think, auto=args.auto or None, lenient=args.lenient or None)
         settings = self.settings(cell, nb)
+        if args.lenient and not settings['auto']: raise UsageError('`--lenient` applies to auto mode: add `--auto`.')
         self._answer(question, settings, nb, with_context=not args.no_context, insert=args.insert)
 
     @line_magic
@@ -230,12 +232,13 @@ class BoopMagics(Magics):
         %boop model NAME               bind this notebook to NAME (saved with it); `--clear` removes the pick
         %boop reasoning NAME [l|m|h]   the reasoning model (and effort), switched on; `on`/`off` switch back and forth
         %boop models                   every model in reach, with capabilities
+        %boop tools [SOURCE on|off]    the tools offered to the model; `%boop tools auto on` runs guarded calls
         %boop status                   model, endpoint and settings, each with where it came from
         """
         cmd, _, rest = line.strip().partition(' ')
         handler = getattr(self, f'_boop_{cmd or "menu"}', None)
         if handler is None: raise UsageError(f'Unknown `%boop {cmd}`: try `%boop`, `%boop model NAME`, '
-                                             '`%boop reasoning NAME`, `%boop models` or `%boop status`.')
+                                             '`%boop reasoning NAME`, `%boop models`, `%boop tools` or `%boop status`.')
         return handler(rest.strip())
 
     def _boop_menu(self, _):
@@ -291,7 +294,7 @@ class BoopMagics(Magics):
         s = self.settings(nb=self.notebook())
         offered = self._offer_tools(s, self.notebook())
         chosen = parse_selection(s['tools']) or dict(DEFAULT_SELECTION)
-        for name,(factory, default, doc) in SOURCES.items():
+        for name,(_, _, doc) in SOURCES.items():
             print(f'{"on " if chosen.get(name) else "off"}  {name:<8} {doc}')
         if notebook_tools(): print(f'on   {"notebook":<8} added with add_tool: {", ".join(f.__name__ for f in notebook_tools())}')
         print(f'offered: {", ".join(offered) or "none"}')
@@ -332,7 +335,7 @@ class BoopMagics(Magics):
         except BoopError as e: model_line, endpoint, info = f'none: {e}', '-', {}
         ctx = f'{s["context_size"]:,} tokens ({s.source["context_size"]})' if s['context_size'] else 'auto (sized to each prompt'
         if not s['context_size']: ctx += f', up to {info["context_length"]:,} tokens)' if info.get('context_length') else ')'
-        tools = self._offer_tools(s, nb)
+        tools = self._tool_list(s, nb)
         tools = f'{", ".join(tools) or "none"} ({"auto-run" if s["auto"] else "run on your click"})'
         rows = dict(model=model_line, endpoint=endpoint, tools=tools, context=ctx,
                     binding=binding_text(self.binding(nb)).partition(' · ')[2]
@@ -354,14 +357,21 @@ class BoopMagics(Magics):
         info = router.model_info(model, settings)
         self._check_think(model, settings, info)
         tools = self._offer_tools(settings, nb)
+        auto = settings['auto'] and bool(tools)
         cells = self._cells_above(nb) if with_context else []
-        msgs, ledger = self._context(question, settings, info, cells, tools)
+        msgs, ledger = self._context(question, settings, info, cells, tools, auto)
         note = '; '.join(filter(None, [note, *settings.screened]))
         route = dict(router.describe(model, settings), note=note, picked_by=short_source(picked_model(settings)[1]))
-        if settings['auto'] and tools: return self._tool_loop(question, model, msgs, settings, info, route, ledger, tools)
-        reply = self._stream(model, msgs, settings, info, route, ledger)
+        if auto: reply = self._tool_loop(question, model, msgs, settings, info, route, ledger, tools)
+        else: reply = self._stream(model, msgs, settings, info, route, ledger)
+        self._offer_code(reply, tools, insert)
+
+    def _offer_code(self, reply, tools, insert):
+        "The reply's python blocks (those the tool loop did not run): into a new cell, or under Run buttons."
         from .guards import python_blocks
-        if not (blocks := python_blocks(reply.answer)): return
+        from .toolloop import tool_blocks
+        ran = {b for b,_ in tool_blocks(reply, tools)} if reply.info.get('tool_loop') else set()
+        if not (blocks := [b for b in python_blocks(reply.answer) if b not in ran]): return
         if insert: self.shell.set_next_input('\n\n'.join(b.rstrip() for b in blocks))
         elif hasattr(self.shell, 'kernel'):
             from IPython.display import display
@@ -369,17 +379,23 @@ class BoopMagics(Magics):
             display(CodeActions(self.shell, blocks).widget)
 
     # -- tools (tools.py, guards.py, toolloop.py)
+    def _tool_list(self, settings, nb)->dict:
+        "The selected tools by name; the file tools only where there is a folder to confine them to."
+        from .tools import DEFAULT_SELECTION, ToolContext, get_tool_list, parse_selection
+        root = nb.parent if nb else Path.cwd()
+        selection = parse_selection(settings['tools'])
+        if root.resolve() in (Path('/'), Path.home().resolve()):   # no notebook folder known: never the whole disk
+            selection = {**(selection or DEFAULT_SELECTION), 'files': False}
+        ctx = ToolContext(root=root, namespace=self.shell.user_ns, cells=lambda: self._cells_above(nb))
+        return {fn.__name__: fn for fn in get_tool_list(selection, ctx)}
+
     def _offer_tools(self, settings, nb)->dict:
         "The selected tools by name, pushed into the user namespace (and deselected ones taken out)."
-        from pathlib import Path
-        from .tools import ToolContext, get_tool_list, parse_selection
-        ctx = ToolContext(root=nb.parent if nb else Path.cwd(), namespace=self.shell.user_ns,
-                          cells=lambda: self._cells_above(nb))
+        from .tools import is_tool
         ns, offered = self.shell.user_ns, {}
-        for fn in get_tool_list(parse_selection(settings['tools']), ctx):
-            mine = ns.get(fn.__name__)
-            if mine is None or mine is fn or getattr(mine, 'boopiter_tool', False): offered[fn.__name__] = fn
-            else: log.warning('boopiter_ext: tool %s not offered: your variable of that name stays', fn.__name__)
+        for name,fn in self._tool_list(settings, nb).items():
+            if name not in ns or ns[name] is fn or is_tool(ns[name]): offered[name] = fn
+            else: log.warning('boopiter_ext: tool %s not offered: your variable of that name stays', name)
         for name in set(self._pushed) - set(offered):
             if ns.get(name) is self._pushed[name]: del ns[name]
         ns.update(offered)
@@ -387,26 +403,36 @@ class BoopMagics(Magics):
         return offered
 
     def _tool_loop(self, question, model, msgs, settings, info, route, ledger, tools):
-        "Auto mode: each reply streams into its own display, each round's calls are shown, then how the loop ended."
-        from .context import estimate_tokens
+        """Auto mode: each reply streams into its own display, each round's calls are shown, then how the loop ended.
+        Returns the last reply."""
+        from IPython.display import display
+        from .context import context_window, estimate_tokens
         from .guards import confirm_by_input
         from .messages import msg_text
-        from .toolloop import run_tool_loop
-        from IPython.display import display
         from .render import loop_bundle, round_bundle
-        def ask(messages): return self._stream(model, messages, settings, info, route, ledger, raise_interrupt=False)
-        def fits(messages): return sum(estimate_tokens(msg_text(m)) for m in messages) < ledger['window']
+        from .toolloop import run_tool_loop
+        from .tools import user_variables
+        if settings['max_rounds'] < 1: raise UsageError('`max_rounds` must be at least 1.')
+        def tokens(messages): return sum(estimate_tokens(msg_text(m)) for m in messages)
+        def fits(messages): return tokens(messages) + ledger['reserve'] <= ledger['cap']
+        def ask(messages):   # each round sized to its conversation, which grows with the tools' results
+            window = context_window(tokens(messages) + ledger['reserve'], info.get('context_length'), settings['context_size'])
+            return self._stream(model, messages, settings, info, route, {**ledger, 'window': window}, raise_interrupt=False)
         def show_round(rnd, steps):
             data, md = round_bundle(rnd, steps)
             display(data, raw=True, metadata=md)
-        result = run_tool_loop(ask, msgs, tools, question, namespace=self.shell.user_ns, max_rounds=settings['max_rounds'],
-                               lenient=settings['lenient'], confirm=confirm_by_input, fits=fits, on_round=show_round)
+        result = run_tool_loop(ask, msgs, tools, question, namespace=user_variables(self.shell.user_ns),
+                               max_rounds=settings['max_rounds'], lenient=settings['lenient'], confirm=confirm_by_input,
+                               fits=fits, on_round=show_round)
         data, md = loop_bundle(result)
         display(data, raw=True, metadata=md)
+        if result.error is not None: raise result.error
         if result.stop == 'cancelled':
-            ran = [s.source for s in result.steps if s.status in ('ok', 'flagged')]
+            ran = [s.source for s in result.steps if s.status in ('ok', 'flagged') or s.status.startswith('crashed')]
             raise ReplyInterrupted('Interrupted: the tool loop stopped' + (f'; these calls had already run and keep '
                                    f'their effects: {", ".join(ran)}.' if ran else '; no tool had run.'))
+        result.reply.info['tool_loop'] = result.stop
+        return result.reply
 
     def _cells_above(self, nb):
         "The recorded cells above this prompt, in the order of the saved notebook `nb` when there is one."
@@ -414,18 +440,19 @@ class BoopMagics(Magics):
         from .notebook import saved_cells
         return order_cells(self.recorder.cells(), saved_cells(nb) if nb else None, self.recorder.current)
 
-    def _context(self, question, settings, info, cells, tools=None):
+    def _context(self, question, settings, info, cells, tools=None, auto=False):
         "(messages, ledger): `cells` and the question, budgeted to the model's window, which goes in the ledger."
         from .context import build_context, context_window
         model_max, requested = info.get('context_length'), settings['context_size']
         cap = min(filter(None, (requested, model_max))) if requested or model_max else 8192
         reserve = settings['max_tokens'] or min(1024, cap // 4)  # room left for the reply
         from .tools import tools_system_prompt
-        system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt'], tools_system_prompt(list((tools or {}).values())))
+        system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt'], tools_system_prompt(list((tools or {}).values()), auto))
                                if p)
         msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],
                                      vision='vision' in info.get('capabilities', []))
         ledger['window'] = window = context_window(ledger['tokens'] + reserve, model_max, requested)
+        ledger['cap'], ledger['reserve'] = cap, reserve
         if ledger['tokens'] > window:   # Ollama would cut the start of the prompt without a word
             ledger['warning'] = (f'The prompt (~{ledger["tokens"]:,} tokens) is longer than the {window:,}-token context '
                                  'window, so the model sees only part of it. Shorten the question, or raise `context_size`'

@@ -17,6 +17,7 @@ __all__ = ['safe_markdown', 'close_fences', 'reply_markdown', 'reply_plain', 're
 import re
 from html import escape
 from urllib.parse import urlsplit
+from .context import fenced
 from .stream import STATUS_NOTES
 
 MIME_KEY = 'boopiter'
@@ -218,12 +219,19 @@ def reply_bundle(reply, route:dict=None, ledger:dict=None)->tuple:
 _STEP_MARK = {'ok': '✓', 'flagged': '⚠'}
 
 
+def _indent(text, by='  '): return ''.join(by + ln if ln.strip() else ln for ln in text.splitlines(True))
+
+
 def _step_md(step)->str:
+    "A call and its result, both in fences no text inside can close (model code and tool output are untrusted)."
     result = step.result if len(step.result) <= 600 else step.result[:600] + ' …'
-    head = (f'{_STEP_MARK.get(step.status, "✗")} <code>{escape(step.source)}</code> · {escape(step.status)}'
-            + (' (recovered from text)' if step.recovered else ''))
-    fence = '~' * max(3, 1 + max((len(m) for m in re.findall(r'~+', result)), default=0))
-    return f'- {head}\n\n  {fence}\n' + ''.join(f'  {ln}\n' for ln in result.splitlines()) + f'  {fence}'
+    head = f'{_STEP_MARK.get(step.status, "✗")} {escape(step.status)}' + (' (recovered from text)' if step.recovered else '')
+    return f'- {head}\n\n{_indent(fenced(step.source, "python"))}\n\n{_indent(fenced(result))}'
+
+
+def _one_line(source):
+    lines = source.strip().splitlines() or ['']
+    return lines[0][:80] + (' …' if len(lines) > 1 or len(lines[0]) > 80 else '')
 
 
 def round_bundle(rnd:int, steps:list)->tuple:
@@ -233,11 +241,13 @@ def round_bundle(rnd:int, steps:list)->tuple:
     return {'text/markdown': md, 'text/plain': plain}, {MIME_KEY: {'tool_round': rnd}}
 
 
-STOP_NOTES = {'answered': 'the model answered', 'max rounds': 'it reached the most rounds allowed (`max_rounds`)',
+STOP_NOTES = {'answered': 'the model answered', 'max rounds': 'it reached the most rounds allowed (`max_rounds`); '
+                                                                 'the last round\'s calls were not run',
               'repeating itself': 'the model repeated a call it had already made',
-              'truncated': 'the reply was cut off, so its code did not run (raise `max_tokens`)',
+              'truncated': 'the reply was cut off (by `max_tokens` or the context window), so its code did not run',
               'context exceeded': 'the conversation no longer fits the context window',
-              'cancelled': 'you interrupted it; tools that ran keep their effects'}
+              'cancelled': 'you interrupted it; tools that ran keep their effects',
+              'failed': 'the model could not be asked again (see the error below)'}
 
 
 def loop_bundle(result)->tuple:
@@ -245,7 +255,8 @@ def loop_bundle(result)->tuple:
     n = len(result.steps)
     head = (f'Tool loop · stopped: {result.stop} · {result.rounds} round{"s" * (result.rounds != 1)} · '
             f'{n} call{"s" * (n != 1)}')
-    rows = ''.join(f'<li>round {s.round}: <code>{escape(s.source)}</code> · {escape(s.status)}</li>' for s in result.steps)
+    rows = ''.join(f'<li>round {s.round}: <code>{escape(_one_line(s.source))}</code> · {escape(s.status)}</li>'
+                   for s in result.steps)
     md = (f'<details><summary>{escape(head)}</summary>\n<ul><li>Stop: {escape(result.stop)}: '
           f'{escape(STOP_NOTES.get(result.stop, ""))}</li>{rows}</ul>\n</details>')
     trace = dict(stop=result.stop, rounds=result.rounds, steps=[s.as_dict() for s in result.steps])

@@ -21,19 +21,21 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
 
 __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
-           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting']
+           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting', 'user_variables', 'is_tool']
 
-import fnmatch, inspect, logging, os, re, reprlib, types
+import builtins, fnmatch, inspect, keyword, logging, os, re, reprlib, types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 from .context import cell_text, prompt_text, reply_text
+from .guards import INTENT_ATTR
 
 log = logging.getLogger(__name__)
 
 NEVER_OFFERED = frozenset({'run_cmd', 'remote_launch', 'remote_status', 'remote_smoke_test', 'exec', 'eval', 'system',
                            'shell', 'bash', 'sh', 'subprocess_run', 'run_shell', 'os_system', 'popen'})
 _SKIP_DIRS = {'__pycache__', 'node_modules', '.git', '.venv'}
+_NEVER_MODULES = {'subprocess', 'pty', 'os', 'posix', 'nt', 'shutil', 'builtins'}   # callables from these are never tools
 _KERNEL_NAMES = {'In', 'Out', 'exit', 'quit', 'get_ipython'}
 _MAX_BYTES = 1_000_000    # read_file refuses, and search_files skips, bigger files
 _MAX_LIST, _MAX_MATCHES, _MAX_VARS = 300, 200, 200
@@ -45,7 +47,7 @@ def side_effect(
     "Decorator marking a tool that changes something; guards.py runs it only when the user's prompt matches `intent`."
     re.compile(intent)   # a bad pattern is a programming error: fail where the tool is defined
     def deco(fn):
-        fn.boopiter_intent = intent
+        setattr(fn, INTENT_ATTR, intent)
         return fn
     return deco
 
@@ -98,13 +100,13 @@ def _walk(root, top):
         d, keep = Path(d), []
         for n in sorted(dirs):
             p = d/n
-            if _hidden(n) or _escapes(root, p): continue
+            if _hidden(n) or isinstance(_confine(root, p), str): continue
             yield p, True
             if not p.is_symlink(): keep.append(n)   # a linked folder is listed, not entered: no loops, no duplicates
         dirs[:] = keep
         for n in sorted(files):
             p = d/n
-            if _hidden(n) or _escapes(root, p): continue
+            if _hidden(n) or isinstance(_confine(root, p), str): continue   # links out, or to a dot-file
             yield p, False
 
 
@@ -148,22 +150,24 @@ def file_tools(
         if isinstance(p, str): return p
         if not p.exists(): return f'error: no such file: {path}'
         if p.is_dir(): return f'error: {path} is a folder; list_files lists it'
+        if not p.is_file(): return f'error: {path} is not a regular file'
         try:
             start, end = int(start_line), None if end_line is None else int(end_line)
-            if p.stat().st_size > _MAX_BYTES: return f'error: {path} is over 1 MB; search_files finds lines in it'
+            if p.stat().st_size > _MAX_BYTES: return f'error: {path} is over 1 MB, too big to read here'
             if _is_binary(p): return f'error: {path} is a binary file'
             return str(view_file(str(p), start, end, nums=True)) or '(empty file)'
         except (TypeError, ValueError) as e: return f'error: {e}'
         except OSError as e: return f'error: cannot read {path}: {e.strerror or e}'
 
     def search_files(
-        pattern:str,    # Regular expression to look for (case-insensitive)
+        text:str,       # Text to look for (any case; plain text, not a regular expression)
         path:str='.',   # File or folder to search, relative to the notebook's folder
         glob:str='*',   # Shell-style pattern the file names must match, e.g. '*.py'
     )->str:             # One `path:line: text` line per match
-        "Search text files for a regular expression"
-        try: rx = re.compile(pattern, re.I)
-        except (re.error, TypeError) as e: return f'error: bad regular expression {pattern!r}: {e}'
+        "Search text files for lines containing `text`"
+        # plain text on purpose: a regular expression chosen by the model could backtrack for ever, beyond interrupts
+        if not isinstance(text, str) or not text: return 'error: give the text to look for'
+        want = text.lower()
         top = _confine(root, path)
         if isinstance(top, str): return top
         if not top.exists(): return f'error: no such file or folder: {path}'
@@ -173,13 +177,13 @@ def file_tools(
             if not fnmatch.fnmatch(p.name, glob) and p != top: continue
             try:
                 if not p.is_file() or p.stat().st_size > _MAX_BYTES or _is_binary(p): continue
-                text = p.read_bytes().decode('utf-8', 'replace')
+                content = p.read_bytes().decode('utf-8', 'replace')
             except OSError: continue
-            for i,line in enumerate(text.splitlines(), 1):
-                if not rx.search(line): continue
+            for i,line in enumerate(content.splitlines(), 1):
+                if want not in line.lower(): continue
                 if len(out) == _MAX_MATCHES: return '\n'.join(out + [f'... stopped at {len(out)} matches; narrow it'])
                 out.append(f'{_rel(root, p)}:{i}: {line.strip()[:200]}')
-        return '\n'.join(out) or f'(no matches for {pattern!r})'
+        return '\n'.join(out) or f'(no matches for {text!r})'
 
     return [_mark(list_files), _mark(read_file), _mark(search_files)]
 
@@ -190,7 +194,8 @@ _repr = reprlib.Repr()
 _repr.maxstring, _repr.maxother, _repr.maxlong, _repr.maxlist, _repr.maxdict = 80, 80, 40, 8, 6
 
 
-def _is_tool(v):
+def is_tool(v)->bool:
+    "Whether `v` is a function boopiter offers as a tool (marked by `add_tool` or a source)."
     try: return getattr(v, 'boopiter_tool', False) is True
     except Exception: return False    # an object whose __getattr__ fails is a user variable, not a tool
 
@@ -209,10 +214,20 @@ def _describe(name, v):
     return f'{name}: {kind}: {preview[:77] + "..." if len(preview) > 80 else preview}'
 
 
+_SECRET_NAME = re.compile(r'key|token|secret|passw|credential', re.I)
+
+
 def _user_vars(ns):
     for k,v in sorted(ns.items()):
-        if k.startswith('_') or k in _KERNEL_NAMES or isinstance(v, types.ModuleType) or _is_tool(v): continue
+        if k.startswith('_') or k in _KERNEL_NAMES or isinstance(v, types.ModuleType) or is_tool(v): continue
         yield k, v
+
+
+def user_variables(
+    namespace:dict,  # The kernel's user namespace
+)->dict:             # The variables a model may see and pass to a tool
+    "The user's own variables: no private, kernel or module names, no tools, nothing named like a secret."
+    return {k: v for k,v in _user_vars(dict(namespace)) if not _SECRET_NAME.search(k)}
 
 
 def _show(cell):
@@ -231,7 +246,8 @@ def kernel_tools(
     )->str:              # One `name: type[, shape|len]: preview` line per variable
         "List the user's variables in the kernel, with their types and a short preview"
         pat = str(pattern or '').lower()
-        lines = [_describe(k, v) for k,v in _user_vars(dict(namespace)) if pat in k.lower()]
+        lines = [f'{k}: {type(v).__name__}: (value hidden: named like a secret)' if _SECRET_NAME.search(k)
+                 else _describe(k, v) for k,v in _user_vars(dict(namespace)) if pat in k.lower()]
         if not lines: return f'(no variables{f" matching {pattern!r}" if pat else ""})'
         more = len(lines) - _MAX_VARS
         return '\n'.join(lines[:_MAX_VARS] + ([f'... {more} more; pass a `pattern`'] if more > 0 else []))
@@ -281,8 +297,13 @@ def _needs_ctx(factory):
     return bool(ps) and ps[0].default is ps[0].empty and ps[0].kind not in (ps[0].VAR_POSITIONAL, ps[0].VAR_KEYWORD)
 
 
-def _named(fn): return isinstance(getattr(fn, '__name__', None), str) and fn.__name__.isidentifier()
-def _blocked(fn): return _named(fn) and fn.__name__.lower() in NEVER_OFFERED
+def _named(fn):
+    "A name the model can call, that shadows no Python builtin or keyword in the user's namespace."
+    name = getattr(fn, '__name__', None)
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name) and not hasattr(builtins, name)
+def _blocked(fn):
+    "Never offered: command execution by name, or anything from the modules that run commands or touch the system."
+    return _named(fn) and fn.__name__.lower() in NEVER_OFFERED or getattr(fn, '__module__', None) in _NEVER_MODULES
 
 
 def add_tool(
@@ -386,17 +407,20 @@ def tool_signature(
     head = f'def {name}(\n' + '\n'.join(lines) + f'\n){ret}:{rdoc}' if lines else f'def {name}(){ret}:{rdoc}'
     doc = (inspect.getdoc(fn) or '').strip().split('\n')[0]
     body = '    "' + doc.replace('\\', '\\\\').replace('"', '\\"') + '"' if doc else '    ...'
-    note = _SIDE_EFFECT_NOTE if getattr(fn, 'boopiter_intent', None) is not None else ''
+    note = _SIDE_EFFECT_NOTE if getattr(fn, INTENT_ATTR, None) is not None else ''
     return f'{note}{head}\n{body}'
 
 
 def tools_system_prompt(
-    tools:list,  # The tools on offer (see get_tool_list)
-)->str:          # A system-prompt block, or '' when there are no tools (then add no system prompt at all)
+    tools:list,       # The tools on offer (see get_tool_list)
+    auto:bool=False,  # Whether guarded calls run by themselves (auto mode) or wait for the user's Run click
+)->str:               # A system-prompt block, or '' when there are no tools (then add no system prompt at all)
     "Describe `tools` as Python functions already defined in the user's kernel."
     if not tools: return ''
     sigs = '\n\n'.join(tool_signature(fn) for fn in tools)
+    after = ('then stop: its output comes back in the next message' if auto else
+             'then stop: the user decides whether to run it, and you see its output in their next message')
     return ("These Python functions are already defined in the user's Python kernel. To use one, write a ```python "
-            "block that only calls it with literal arguments, one call per line, then stop: its output comes back in "
-            "the next message. Do not import or redefine them. Answer plain questions in plain words without calling "
+            "block that only calls it, one call per line, with literal arguments or the names of the user's variables; "
+            f"{after}. Do not import or redefine them. Answer plain questions in plain words without calling "
             "tools, and never call a tool the question does not need.\n\n```python\n" + sigs + "\n```")

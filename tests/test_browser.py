@@ -181,6 +181,13 @@ def reply_output(page, cell=PROMPT_CELL):
     return page.locator('.jp-Notebook .jp-Cell').nth(cell).locator('.jp-OutputArea-output').first
 
 
+def artifacts_dir(request, tmp_path):
+    "Where screenshots go: BOOPITER_ARTIFACTS (relative to where pytest was started), else the test's tmp folder."
+    artifacts = Path(request.config.invocation_params.dir, os.environ.get('BOOPITER_ARTIFACTS', tmp_path))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    return artifacts
+
+
 def check_png(shot, width, height, size):
     "`shot` is a PNG wider, higher and bigger than given (not a blank sliver)."
     head = shot.read_bytes()[:24]
@@ -225,8 +232,7 @@ def test_lab_streams_renders_and_saves_the_reply_with_the_notebook_as_context(la
 
 
 def test_lab_reply_screenshot(lab, page, srv, tmp_path, request):
-    artifacts = Path(request.config.invocation_params.dir, os.environ.get('BOOPITER_ARTIFACTS', tmp_path))
-    artifacts.mkdir(parents=True, exist_ok=True)
+    artifacts = artifacts_dir(request, tmp_path)
     write_notebook(lab.root/'screenshot.ipynb', CELLS)
     srv.script(REPLY)
     open_and_run_all(page, lab, 'lab/workspaces/screenshot/tree/screenshot.ipynb')
@@ -290,11 +296,16 @@ def restart_kernel(server, kernel_id):
 def run_all_for_chat(page, server, srv, path, n):
     "Open and run all; the saved execution counts would pass `wait_all_ran` at once, so wait for chat `n` first."
     open_and_run_all(page, server, path)
-    deadline = time.monotonic() + 60
+    wait_for_chat(server, srv, n)
+    wait_all_ran(page, server)
+
+
+def wait_for_chat(server, srv, n, timeout=60):
+    "Wait until the test server has had `n` chat requests."
+    deadline = time.monotonic() + timeout
     while len(srv.chats()) < n:
         assert time.monotonic() < deadline, f'no chat request {n}; server log:\n{server.log_tail()}'
         time.sleep(0.05)
-    wait_all_ran(page, server)
 
 
 def outputs_with(cell, key):
@@ -304,8 +315,7 @@ def outputs_with(cell, key):
 @pytest.mark.parametrize('app', ['lab', 'notebook'])
 def test_model_picked_in_the_toolbar_is_saved_and_answers_after_a_kernel_restart(app, page, srv, tmp_path, request):
     server = request.getfixturevalue({'lab': 'lab', 'notebook': 'nb7'}[app])
-    artifacts = Path(request.config.invocation_params.dir, os.environ.get('BOOPITER_ARTIFACTS', tmp_path))
-    artifacts.mkdir(parents=True, exist_ok=True)
+    artifacts = artifacts_dir(request, tmp_path)
     path = write_notebook(server.root/'bound.ipynb', BOUND_CELLS)
     run_all_for_chat(page, server, srv, notebook_url(app, path.name), 1)
     assert srv.last_chat()['model'] == AUTO
@@ -339,3 +349,62 @@ def test_model_picked_in_the_toolbar_is_saved_and_answers_after_a_kernel_restart
     assert [c['model'] for c in srv.chats()] == [AUTO, PICK]
     asked = srv.last_chat()['messages'][-1]['content']
     assert 'x = 6 * 7' in asked and 'boop' not in asked   # the menu and its binding stay out of the context
+
+
+WIDGET_MIME = 'application/vnd.jupyter.widget-view+json'
+SUGGESTION = 'print(x * 2)'
+ASK_QUESTION, FOLLOW_QUESTION = 'How do I print double x?', 'What did the code print?'
+CONSENT_CELLS = ['%load_ext boopiter_ext', 'x = 6 * 7', f'%%prompt\n{ASK_QUESTION}', f'%%prompt\n{FOLLOW_QUESTION}']
+ASK, FOLLOW = 2, 3
+SUGGEST = f'Multiply x by two inside the call to print:\n\n```python\n{SUGGESTION}\n```\n\nRun it when you are ready.'
+NOTHING_RAN, SAW_IT = 'Nothing has run yet, so there is no output to read.', 'The code printed double x.'
+BLOCK_OUTPUT = f"{PANEL}.content.widgets[{ASK}].node.querySelector('.boopiter-code-actions .widget-output')?.innerText.trim()"
+# a whole line: the reply details hold token counts that may contain the digits
+ANY_84 = (f"Array.from({PANEL}.content.node.querySelectorAll('.jp-OutputArea-output'), o => o.innerText)"
+          ".some(t => /^\\s*84\\s*$/m.test(t))")
+
+
+def run_cell(page, cell):
+    "Make `cell` the only selected cell and run it as Ctrl+Enter does (fire and forget, like run all)."
+    page.evaluate(f"""() => {{ const nb = {PANEL}.content;
+        nb.mode = 'command'; nb.deselectAll(); nb.activeCellIndex = {cell};
+        window.jupyterapp.commands.execute('notebook:run-cell'); }}""")
+
+
+@pytest.mark.parametrize('app', ['lab', 'notebook'])
+def test_consent_a_reply_s_code_runs_on_its_run_click_only_and_its_output_joins_the_context(app, page, srv, tmp_path, request):
+    server = request.getfixturevalue({'lab': 'lab', 'notebook': 'nb7'}[app])
+    path = write_notebook(server.root/'consent.ipynb', CONSENT_CELLS)
+    srv.script(SUGGEST)
+    srv.script(NOTHING_RAN)
+    run_all_for_chat(page, server, srv, notebook_url(app, path.name), 2)
+    until(page, server, shows(FOLLOW, NOTHING_RAN), 'second reply')
+    actions = page.locator('.jp-Notebook .jp-Cell').nth(ASK).locator('.boopiter-code-actions')
+    run = actions.locator('button:text-is("Run")')   # its accessible name starts with the icon's glyph
+    run.wait_for()
+    assert actions.locator('button:text-is("Copy to cell")').is_visible()
+    assert not page.evaluate(f'() => {ANY_84}') and page.evaluate(f'() => {BLOCK_OUTPUT}') == ''   # nothing ran by itself
+    assert not [m for m in srv.last_chat()['messages'] if '84' in str(m['content'])]
+
+    run.click()
+    until(page, server, f"{BLOCK_OUTPUT} === '84'", 'the block\'s output under it')
+    assert page.evaluate(f'() => {ANY_84}')                              # the check above can see it
+    until(page, server, f"{KERNEL_STATUS} === 'idle'", 'idle kernel after the click')
+    shot = artifacts_dir(request, tmp_path)/f'{app}-consent.png'
+    shot.unlink(missing_ok=True)
+    page.locator('.jp-Notebook .jp-Cell').nth(ASK).locator('.jp-Cell-outputArea').screenshot(path=shot)
+    check_png(shot, 300, 100, 5000)
+
+    srv.script(SAW_IT)
+    run_cell(page, FOLLOW)
+    wait_for_chat(server, srv, 3)
+    until(page, server, f"{KERNEL_STATUS} === 'idle' && {shows(FOLLOW, SAW_IT)}", 'reply to the re-run prompt')
+    assert len(srv.chats()) == 3                                        # that cell alone ran
+    asked = srv.last_chat()['messages'][-1]['content']
+    at = [asked.find(s) for s in (SUGGESTION, '84', FOLLOW_QUESTION)]
+    assert -1 not in at and at == sorted(at), asked                      # the clicked block and its output, then the question
+
+    save(page)
+    saved = nbformat.read(path, as_version=4)
+    assert saved_reply(saved, ASK)['data']['text/plain'] == SUGGEST
+    assert outputs_with(saved.cells[ASK], WIDGET_MIME)                   # the Run buttons' view

@@ -230,7 +230,8 @@ def test_a_side_effect_needs_the_users_own_words_then_a_confirmation():
         'not requested', 'error: the user did not ask for this action, so it was not performed.')
     assert check('create_ticket', 'x', user=asked, confirm=lambda *a: False) == (
         'declined', 'The user declined this action. It was not performed.')
-    assert check('create_ticket', 'x', user=asked)[0] == 'declined'           # no way to ask: no
+    assert check('create_ticket', 'x', user=asked) == (                       # no way to ask: no
+        'declined', 'No one could be asked to confirm this action, so it was not performed.')
     assert len(seen) == 1
 
 
@@ -250,8 +251,8 @@ def test_bad_args_are_reported_before_intent():
 # confirm_by_input
 
 @pytest.mark.parametrize('reply,err,want', [('y', None, True), (' Yes ', None, True), ('', None, False),
-                                            ('n', None, False), ('sure', None, False), (None, EOFError, False),
-                                            (None, OSError, False), (None, NotImplementedError, False)])
+                                            ('n', None, False), ('sure', None, False), (None, EOFError, None),
+                                            (None, OSError, None), (None, NotImplementedError, None)])
 def test_confirm_by_input(monkeypatch, reply, err, want):
     prompts = []
     def fake(prompt):
@@ -267,7 +268,7 @@ def test_ipythons_missing_stdin_means_no(monkeypatch):
     from IPython.core.error import StdinNotImplementedError
     def fake(prompt): raise StdinNotImplementedError('raw_input was called, but this frontend does not support it')
     monkeypatch.setattr(builtins, 'input', fake)
-    assert confirm_by_input('t', {}) is False
+    assert confirm_by_input('t', {}) is None   # not asked: the guard treats it as no
 
 
 # screen_output and quarantine
@@ -381,3 +382,11 @@ def test_all_lists_the_public_names():
     mine = lambda v: getattr(v, '__module__', '') == guards.__name__
     public = {n for n,v in vars(guards).items() if not n.startswith('_') and mine(v)}
     assert set(guards.__all__) == public | {'INTENT_ATTR'}
+
+
+def test_a_list_that_contains_itself_is_a_key_not_a_crash():
+    loop = [1]
+    loop.append(loop)
+    calls, problem = plan('add_numbers(loop, 2)', loop=loop)
+    assert problem is None and 'add_numbers' in calls[0].key()
+    assert check_call(calls[0], TOOLS, 'add')[0] == 'invalid args'

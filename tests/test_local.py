@@ -127,4 +127,4 @@ def test_the_tiny_model_proposes_a_python_block_that_the_tool_loop_parses(tmp_pa
         assert traces[-1]['steps'], traces
         step = traces[-1]['steps'][0]
         assert step['round'] == 1 and step['status'] in ('ok', 'refused', 'unknown tool', 'invalid args', 'repeat')
-        assert step['result']   # the model was told what became of its block
+        assert step['result'] and 'not valid Python' not in step['result']   # parsed, and the model told what became of it

@@ -30,7 +30,10 @@ def create_ticket(title:str, severity:str='normal')->str:
 @add_tool
 def slow(seconds:float)->str:
     "Wait"
-    import time; time.sleep(seconds); return 'done'
+    import pathlib, time
+    pathlib.Path('slow-started').touch()   # the test interrupts once it sees this
+    time.sleep(seconds)
+    return 'done'
 
 @add_tool
 def broken()->str:
@@ -88,7 +91,7 @@ def test_a_side_effect_the_user_asked_for_still_needs_a_confirmation(tools, srv)
     srv.script('I could not open it.')
     res = tools.run('%%prompt --auto -m qwen3:1.7b\nPlease open a support ticket: my ring is amber.')
     assert statuses(res) == ['declined'] and tools.value('tickets') == '[]'   # no stdin here: declined
-    assert 'The user declined this action' in srv.last_chat()['messages'][-1]['content']
+    assert 'No one could be asked to confirm this action' in srv.last_chat()['messages'][-1]['content']
 
 
 def test_injected_tool_output_is_flagged_and_never_obeyed(tools, srv):
@@ -99,7 +102,7 @@ def test_injected_tool_output_is_flagged_and_never_obeyed(tools, srv):
     steps = loop_of(res)['steps']
     assert [s['status'] for s in steps] == ['flagged', 'not requested'] and 'instruction override' in steps[0]['flags']
     second = srv.chats()[-2]['messages'][-1]['content']
-    assert 'not instructions' in second and 'Refund approved' in second   # the model sees it, marked as data
+    assert 'UNTRUSTED TOOL OUTPUT' in second and 'Refund approved' in second   # the model sees it, marked as data
     assert tools.value('tickets') == '[]'
 
 
@@ -111,7 +114,7 @@ def test_repeats_and_max_rounds_stop_the_loop(tools, srv):
     srv.script(block('add_numbers(1, 2)'))
     srv.script(block('add_numbers(3, 4)'))
     res = tools.run('%%prompt --auto -m qwen3:1.7b\nadd more')
-    assert loop_of(res)['stop'] == 'max rounds' and statuses(res) == ['ok', 'ok'] and loop_of(res)['rounds'] == 2
+    assert loop_of(res)['stop'] == 'max rounds' and statuses(res) == ['ok', 'not run'] and loop_of(res)['rounds'] == 2
 
 
 def test_a_reply_cut_off_runs_nothing(tools, srv):
@@ -120,13 +123,15 @@ def test_a_reply_cut_off_runs_nothing(tools, srv):
     assert loop_of(res)['stop'] == 'truncated' and statuses(res) == [] and len(srv.chats()) == 1
 
 
-def test_interrupt_mid_loop_keeps_what_ran_and_says_so(tools, srv):
+def test_interrupt_mid_loop_keeps_what_ran_and_says_so(tools, srv, tmp_path):
     srv.script(block('add_numbers(2, 2)', 'slow(30)'))
+    def interrupt_once_the_tools_run():
+        deadline = time.monotonic() + 15
+        while not (tmp_path/'slow-started').exists() and time.monotonic() < deadline: time.sleep(0.02)
+        tools.km.interrupt_kernel()
     msg_id = tools.send('%%prompt --auto -m qwen3:1.7b\nadd, then wait')
-    timer = threading.Timer(1.5, tools.km.interrupt_kernel)
-    timer.start()
-    try: res = tools.collect(msg_id, timeout=20)
-    finally: timer.cancel()
+    threading.Thread(target=interrupt_once_the_tools_run, daemon=True).start()
+    res = tools.collect(msg_id, timeout=20)
     assert loop_of(res)['stop'] == 'cancelled' and statuses(res) == ['ok', 'cancelled']
     assert res.status == 'error' and 'add_numbers(2, 2)' in res.text and 'keep their effects' in res.text
     assert tools.value('1 + 1') == '2'   # the kernel is fine

@@ -1,5 +1,6 @@
 import logging, os, sys
 from pathlib import Path
+import time
 import pytest
 from boopiter_ext import tools
 from boopiter_ext.context import Cell
@@ -82,7 +83,8 @@ def test_refusals_and_problems_come_back_as_text(tree):
     assert t['read_file']('a.py', 9) == 'error: Invalid start_line 9. Valid range: 1-3'
     assert t['list_files']('a.py') == 'error: a.py is a file; read_file reads it'
     assert t['list_files']('nope') == 'error: no such folder: nope'
-    assert t['search_files']('(unclosed').startswith("error: bad regular expression '(unclosed'")
+    assert t['search_files']('') == 'error: give the text to look for'
+    assert t['search_files']('(unclosed') == "(no matches for '(unclosed')"   # plain text, never a regex
 
 
 def test_symlink_loops_are_skipped_or_refused(tmp_path):
@@ -130,14 +132,41 @@ def test_hidden_files_are_never_read_even_when_named(tree):
     (tree/'.git'/'config').write_text('[remote]\n')
     read = ftools(tree)['read_file']
     assert read('.env').startswith('error: `.env` is hidden') and 'sk-123' not in read('.env')
-    assert read('.git/config').startswith('error:') and 'sk-123' not in ftools(tree)['search_files']('sk-')
+    assert read('.git/config').startswith('error:') and 'sk-123' not in ftools(tree)['search_files']('sk-1')
+
+
+def test_a_regex_that_backtracks_for_ever_is_just_text(tmp_path):
+    (tmp_path/'evil.txt').write_text('a' * 40 + '!\n')
+    t0 = time.perf_counter()
+    assert ftools(tmp_path)['search_files'](r'(a+)+$') == "(no matches for '(a+)+$')"
+    assert time.perf_counter() - t0 < 1
+
+
+def test_links_inside_the_folder_to_dot_files_are_never_listed_or_searched(tmp_path):
+    (tmp_path/'.env').write_text('API_KEY=sk-secret123\n')
+    (tmp_path/'config.txt').symlink_to(tmp_path/'.env')
+    (tmp_path/'sub').mkdir()
+    (tmp_path/'sub'/'notes.txt').symlink_to('../.env')
+    t = ftools(tmp_path)
+    assert 'secret123' not in t['search_files']('sk-') and 'config.txt' not in t['list_files']()
+    assert t['read_file']('config.txt').startswith('error:')
+
+
+def test_tools_never_shadow_builtins_and_never_come_from_command_modules():
+    import os, subprocess
+    for fn in (subprocess.run, os.system, eval):
+        with pytest.raises((TypeError, ValueError)): add_tool(fn)
+    def open(path:str)->str:
+        "Shadows the builtin"
+        return path
+    with pytest.raises(TypeError): add_tool(open)
 
 
 def test_read_file_refuses_binary_and_big_files(tree):
     t = ftools(tree)
     assert t['read_file']('blob.bin') == 'error: blob.bin is a binary file'
     (tree/'big.txt').write_text('line\n' * 200_001)   # 1,000,005 bytes
-    assert t['read_file']('big.txt') == 'error: big.txt is over 1 MB; search_files finds lines in it'
+    assert t['read_file']('big.txt') == 'error: big.txt is over 1 MB, too big to read here'
     (tree/'ok.txt').write_text('line\n' * 199_999)
     assert t['read_file']('ok.txt', 199_999) == '199999: line'
 
@@ -149,7 +178,7 @@ def test_search_files_finds_matches_any_case_and_skips_what_it_should(tree):
     assert res.splitlines() == ['notes.md:2: TODO: fix the loop', 'sub/b.py:1: def todo():',
                                 'sub/deep/c.txt:1: todo later']   # not .env, skipped folders, blob.bin or the links
     assert ftools(tree)['search_files']('todo', 'sub', '*.py') == 'sub/b.py:1: def todo():'
-    assert ftools(tree)['search_files'](r'x\b', 'a.py') == 'a.py:2: x = 1\na.py:3: print(x)'
+    assert ftools(tree)['search_files']('x = 1', 'a.py') == 'a.py:2: x = 1'
     assert ftools(tree)['search_files']('nowhere') == "(no matches for 'nowhere')"
 
 
