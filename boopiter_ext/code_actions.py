@@ -40,4 +40,5 @@ class CodeActions:
     def copy(self, i:int):
         "Hand block `i` to Jupyter as the next input."
         self.shell.set_next_input(self.blocks[i])
-        with self.outputs[i]: print('Copied: it appears as a new cell below the next cell you run.')
+        with self.outputs[i]: print('It will be inserted after the next cell you run; '
+                                    '`%%prompt --insert` puts code right below the prompt.')

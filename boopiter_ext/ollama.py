@@ -194,7 +194,7 @@ class OllamaClient:
         with self._errors(name):
             r = self.session.post(self.url + '/api/chat', json=body, stream=True,
                                   timeout=(self.connect_timeout, self.timeout))
-        done = False
+        done, tool_calls = False, []   # native tool calls: lenient mode can take them (see guards.recover_calls)
         with r:  # leaving this block early closes the connection; a stream read to its end keeps it for reuse
             if r.status_code != 200: raise self._http_error(r, name)
             with self._errors(name, streaming=True):
@@ -206,13 +206,14 @@ class OllamaClient:
                     if (m := d.get('message')) is not None:
                         if (t := m.get('thinking')): yield 'thinking', t
                         if (c := m.get('content')): yield 'content', c
+                        tool_calls += m.get('tool_calls') or []
                     elif 'error' in d:
                         raise OllamaError(f'Ollama reported an error in the middle of the reply: {d["error"]}',
                                           host=self.where, model=name)
                     if d.get('done'):
                         done = True
                         yield 'done', dict(finish_reason=d.get('done_reason'), prompt_tokens=d.get('prompt_eval_count'),
-                                           completion_tokens=d.get('eval_count'))
+                                           completion_tokens=d.get('eval_count'), tool_calls=tool_calls or None)
         if not done:
             raise ReplyBroken(f'The stream from Ollama at {self.where} ended before the reply was done.',
                               host=self.where, model=name)

