@@ -12,6 +12,7 @@
     ├── ReplyInterrupted            the user interrupted the kernel (also KeyboardInterrupt's role)
     ├── NoModel                     nothing configured and nothing reachable (also LookupError)
     ├── SettingsError               a setting has a value that cannot work (also ValueError)
+    ├── DeadDropError               a dead-drop session or prompt id is bad, unknown or cancelled (also ValueError)
     └── LocalModelError             the embedded model is missing or failed to start
 
 Each message says what happened and what to do next. In a notebook the error shows as one
@@ -19,7 +20,8 @@ paragraph, never a traceback wall (IPython honours `_render_traceback_`).
 """
 
 __all__ = ['BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaError', 'OllamaUnreachable',
-           'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'NoModel', 'SettingsError', 'LocalModelError']
+           'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'NoModel', 'SettingsError',
+           'DeadDropError', 'LocalModelError']
 
 
 class BoopError(Exception):
@@ -41,4 +43,5 @@ class ReplyStalled(BoopError, TimeoutError): "No token arrived for `timeout` sec
 class ReplyInterrupted(BoopError): "The user interrupted the kernel while a reply streamed."
 class NoModel(BoopError, LookupError): "No model is configured and none is reachable."
 class SettingsError(BoopError, ValueError): "A setting has a value that cannot work."
+class DeadDropError(BoopError, ValueError): "A dead-drop session or prompt id is bad, unknown or cancelled."
 class LocalModelError(BoopError): "The embedded local model is not installed or failed to start."

@@ -1,0 +1,497 @@
+"""The dead drop: prompt cells answered by another process (a person in a terminal, a coding agent) through files.
+
+    boopiter-deaddrop new review-42                    # the brain menu now lists deaddrop/review-42
+    boopiter-deaddrop next review-42 --wait            # prints the oldest waiting prompt: its id, then its text
+    boopiter-deaddrop reply review-42 PROMPT_ID --model "me" < answer.md   # or `... | boopiter-deaddrop reply ...`
+
+`next` exits with status 1 when no prompt is waiting (after `--timeout` with `--wait`); any error is one line on
+stderr and status 2. `--root DIR` picks the dead-drop folder.
+
+The same from Python, for agents that prefer code:
+
+    p = await_prompt(root, 'review-42')                         # {'id', 'prompt', 'meta', 'images', ...}
+    reply_stream(root, 'review-42', p['id'], chunks, model='me')
+
+Protocol (a public interface; only files, so any language can take part):
+
+- Root: `$BOOPITER_DEADDROP_DIR`, else the `setting` value, else `~/dead_drop`; created with mode 0700.
+- Session `<id>` (model id `deaddrop/<id>`): `<root>/<id>/inbox/` and `<root>/<id>/outbox/`. Ids are 1 to 64 of
+  `[A-Za-z0-9._-]`, not starting with `.`, without `..`; `claude`, `prompts` and `responses` are reserved.
+  A folder is a session when both sub-folders exist.
+- A prompt is a bundle folder `inbox/<time_ns>-<8 hex>/`, built under a `.tmp-` name and made visible by one
+  atomic rename. It holds `prompt.md` (the full context as a model would get it, ending with `REPLY_INSTRUCTION`),
+  `meta.json` (`id`, `created`, `notebook`, `cell_id`, `model`, ...) and the images a vision model would get
+  (`image-1.png`, `image-2.jpg`, ...).
+- The reply is `outbox/<same id>.md`, only ever appended to. It ends with an optional `---MODEL: <name>---` line,
+  then a `---DONE---` line. Neither line, nor the newline just before them, is part of the reply.
+- A prompt whose bundle holds a `cancelled` file was cancelled (the kernel was interrupted): skip it. A reply for
+  an unknown or cancelled id is refused.
+- The legacy route `deaddrop/claude`: `<root>/prompts/<id>` (one file, written as `.tmp-<id>` then renamed) is
+  answered by `<root>/responses/<same id>`, with the same terminators.
+
+Followers poll (every 0.25 s by default) and read only the bytes appended since the last look; nothing is ever
+deleted by the notebook side.
+"""
+
+__all__ = ['REPLY_INSTRUCTION', 'DONE', 'deaddrop_root', 'valid_session', 'valid_prompt_id', 'new_session',
+           'list_sessions', 'drop_prompt', 'find_pending', 'follow_reply', 'cancel', 'drop_legacy', 'follow_legacy',
+           'next_prompt', 'await_prompt', 'reply_stream', 'show', 'main']
+
+import codecs, json, os, re, secrets, shutil, sys, tempfile, time
+from pathlib import Path
+from .errors import DeadDropError, ReplyStalled
+
+DONE = '---DONE---'
+REPLY_INSTRUCTION = ("\n\n[system: when your reply is complete, end it with two lines of their own: first "
+                     "---MODEL: <your model name and version>--- (e.g. ---MODEL: Claude Opus 4.8---), then ---DONE---. "
+                     "They are parsed out and shown separately, not as part of the reply.]")
+_SID = re.compile(r'[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}')
+_PID = re.compile(r'\d{1,20}-[0-9a-f]{8}')
+_MODEL = re.compile(r'\s*---MODEL:\s*(.*?)\s*---\s*')
+_RESERVED = ('claude', 'prompts', 'responses')
+_IMAGE_EXT = {b'\x89PNG': '.png', b'\xff\xd8\xff': '.jpg', b'GIF8': '.gif', b'RIFF': '.webp'}
+
+
+def deaddrop_root(
+    environ:dict=None,  # Environment (default `os.environ`)
+    setting:str='',     # The configured folder, if any (settings.ini)
+)->Path:                # The root folder, which exists
+    "The dead-drop root: `$BOOPITER_DEADDROP_DIR`, else `setting`, else `~/dead_drop`; created with mode 0700."
+    environ = os.environ if environ is None else environ
+    root = Path(environ.get('BOOPITER_DEADDROP_DIR') or setting or '~/dead_drop').expanduser()
+    if not root.is_dir(): _mkdir(root, parents=True)
+    return root
+
+
+def _mkdir(p, parents=False):
+    "Make `p` with mode 0700 whatever the umask; an existing folder is left as it is."
+    try: p.mkdir(mode=0o700, parents=parents)
+    except FileExistsError: return p
+    os.chmod(p, 0o700)
+    return p
+
+
+def valid_session(
+    sid:str,  # A session id from a user, a model id or the command line
+)->str:       # The same id
+    "Check that `sid` names a folder directly under the root, or raise `DeadDropError`."
+    if not isinstance(sid, str) or not _SID.fullmatch(sid) or '..' in sid:
+        raise DeadDropError(f'Bad session id {sid!r}: use 1 to 64 letters, digits, `.`, `_` or `-`, '
+                            'not starting with `.`, e.g. `review-42`', session=sid)
+    if sid in _RESERVED:
+        raise DeadDropError(f'Session id {sid!r} is reserved; pick another, e.g. `{sid}-1`', session=sid)
+    return sid
+
+
+def valid_prompt_id(
+    pid:str,  # A prompt id, `<time_ns>-<8 hex>`
+)->str:       # The same id
+    "Check that `pid` has the shape `drop_prompt` gives ids, or raise `DeadDropError`."
+    if not isinstance(pid, str) or not _PID.fullmatch(pid):
+        raise DeadDropError(f'Bad prompt id {pid!r}: ids look like `1767225600000000000-1a2b3c4d`; '
+                            '`boopiter-deaddrop next SESSION` prints one', prompt_id=pid)
+    return pid
+
+
+def _new_id(): return f'{time.time_ns()}-{secrets.token_hex(4)}'
+def _order(pid): return int(pid.partition('-')[0]), pid
+def _session(root, sid): return Path(root)/valid_session(sid)
+
+
+def _inbox(root, sid):
+    "The session's inbox, or a `DeadDropError` saying how to start the session."
+    d = _session(root, sid)
+    if not (d/'inbox').is_dir() or not (d/'outbox').is_dir():
+        raise DeadDropError(f'No dead-drop session {sid!r} in {root}; start one with `boopiter-deaddrop new {sid}`',
+                            session=sid)
+    return d/'inbox'
+
+
+def _bundle(root, sid, pid):
+    "The bundle folder of prompt `pid`, or a `DeadDropError` if there is none."
+    b = _inbox(root, sid)/valid_prompt_id(pid)
+    if not b.is_dir():
+        raise DeadDropError(f'No prompt {pid} in session {sid!r}; `boopiter-deaddrop next {sid}` shows the waiting one',
+                            session=sid, prompt_id=pid)
+    return b
+
+
+def new_session(
+    root:Path,  # The dead-drop root
+    sid:str,    # Session id, e.g. 'review-42'
+)->Path:        # The session folder
+    "Create session `sid` (its inbox and outbox); an existing session is left as it is."
+    d = _mkdir(_session(root, sid))
+    for sub in ('inbox', 'outbox'): _mkdir(d/sub)
+    return d
+
+
+def _last_active(d):
+    paths = [d/'inbox', d/'outbox', *(d/'outbox').iterdir()]
+    return max((p.stat().st_mtime for p in paths if p.exists()), default=0)
+
+
+def list_sessions(
+    root:Path,  # The dead-drop root
+)->list:        # (session id, seconds since it was last active), by id
+    "The sessions under `root`: folders with a valid id holding both `inbox/` and `outbox/`."
+    root, now = Path(root), time.time()
+    if not root.is_dir(): return []
+    ds = [d for d in root.iterdir() if _SID.fullmatch(d.name) and '..' not in d.name and d.name not in _RESERVED
+          and (d/'inbox').is_dir() and (d/'outbox').is_dir()]
+    return sorted((d.name, max(0.0, now - _last_active(d))) for d in ds)
+
+
+def _image_name(i, img):
+    ext = Path(img).suffix.lower() if isinstance(img, (str, Path)) else next(
+        (e for magic,e in _IMAGE_EXT.items() if img.startswith(magic)), '.png')
+    return f'image-{i}{ext or ".png"}'
+
+
+def _fill_bundle(d, pid, prompt_md, meta, images):
+    (d/'prompt.md').write_text(prompt_md, encoding='utf-8')
+    meta = dict(meta or {}, id=pid)
+    meta.setdefault('created', time.strftime('%Y-%m-%dT%H:%M:%S%z'))
+    (d/'meta.json').write_text(json.dumps(meta, indent=1, default=str), encoding='utf-8')
+    for i,img in enumerate(images, 1):
+        if isinstance(img, (str, Path)): shutil.copyfile(img, d/_image_name(i, img))
+        else: (d/_image_name(i, img)).write_bytes(bytes(img))
+
+
+def drop_prompt(
+    root:Path,       # The dead-drop root
+    sid:str,         # Session id
+    prompt_md:str,   # The full prompt, ending with `REPLY_INSTRUCTION`
+    meta:dict=None,  # `notebook`, `cell_id`, `model`, ...; `id` and `created` are added
+    images=(),       # Image bytes (PNG, JPEG, GIF, WebP) or paths of image files
+)->str:              # The prompt id, `<time_ns>-<8 hex>`
+    "Drop a prompt bundle into the session's inbox, made visible by one atomic rename."
+    inbox, pid = _inbox(root, sid), _new_id()
+    tmp = Path(tempfile.mkdtemp(prefix='.tmp-', dir=inbox))
+    try:
+        _fill_bundle(tmp, pid, prompt_md, meta, images)
+        os.rename(tmp, inbox/pid)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)   # our own temporary folder, never visible as a prompt
+        raise
+    return pid
+
+
+def _reply_done(path:Path)->bool:
+    "Whether the reply file at `path` exists and ends with the `---DONE---` line."
+    try:
+        with open(path, 'rb') as f:
+            f.seek(max(0, f.seek(0, 2) - 64))
+            tail = f.read()
+    except FileNotFoundError: return False
+    return tail.decode('utf-8', 'replace').rstrip().rpartition('\n')[2].strip() == DONE
+
+
+def _read_meta(b):
+    try: return json.loads((b/'meta.json').read_text(encoding='utf-8'))
+    except (OSError, ValueError): return {}
+
+
+def _bundles(inbox):
+    "Prompt ids in `inbox`, oldest first (temporary `.tmp-` folders are not prompts yet)."
+    return sorted((p.name for p in inbox.iterdir() if _PID.fullmatch(p.name) and p.is_dir()), key=_order)
+
+
+def find_pending(
+    root:Path,      # The dead-drop root
+    sid:str,        # Session id
+    prompt_md:str,  # The prompt text as it would be dropped
+    cell_id:str,    # The cell's id (meta `cell_id`)
+)->str|None:        # The newest matching prompt id, if any
+    "A dropped prompt with this text and cell that is neither cancelled nor fully answered (to re-attach, not re-ask)."
+    inbox = _inbox(root, sid)
+    for pid in reversed(_bundles(inbox)):
+        b = inbox/pid
+        if (b/'cancelled').exists() or _reply_done(inbox.parent/'outbox'/f'{pid}.md'): continue
+        if _read_meta(b).get('cell_id') != cell_id: continue
+        try:
+            if (b/'prompt.md').read_text(encoding='utf-8') == prompt_md: return pid
+        except OSError: continue
+    return None
+
+
+class _Terminators:
+    "Strips the `---MODEL: name---` and `---DONE---` lines from text fed in pieces, holding back what may be one."
+    def __init__(self): self.buf, self.nl, self.mid, self.model = '', '', False, None
+
+    def _line(self, line, out):
+        "Handle one whole line that began at a line start; True at `---DONE---`."
+        if line.strip() == DONE: return True
+        if m := _MODEL.fullmatch(line): self.model = m.group(1) or self.model
+        else:
+            out.append(self.nl + line)
+            self.nl = '\n'
+        return False
+
+    def feed(self, s:str)->tuple:
+        "(text safe to show, whether the reply is done) after appending `s`."
+        head, sep, self.buf = (self.buf + s).rpartition('\n')
+        out = []
+        if sep:
+            lines = head.split('\n')
+            if self.mid:
+                out.append(lines.pop(0))
+                self.mid, self.nl = False, '\n'
+            if '---' not in head:   # no terminator line possible: one append, not one per line
+                if lines: out.append(self.nl + '\n'.join(lines))
+                self.nl = '\n' if lines else self.nl
+            else:
+                for line in lines:
+                    if self._line(line, out): return ''.join(out), True
+        if not self.mid and self.buf.strip() == DONE: return ''.join(out), True
+        if self.buf and (self.mid or not _maybe_terminator(self.buf)):
+            out.append(self.nl + self.buf)
+            self.buf, self.nl, self.mid = '', '', True
+        return ''.join(out), False
+
+
+def _maybe_terminator(part):
+    "Whether a partial line could still grow into a terminator line."
+    q = part.lstrip()
+    return DONE.startswith(q.rstrip()) or '---MODEL:'.startswith(q) or q.startswith('---MODEL:')
+
+
+def _follow(path, poll, timeout, what):
+    "Yield ('content', text) as `path` grows, then ('done', info); `ReplyStalled` after `timeout` s without bytes."
+    dec, term, f = codecs.getincrementaldecoder('utf-8')('replace'), _Terminators(), None
+    last = time.monotonic()
+    try:
+        while True:
+            if f is None and path.exists(): f = open(path, 'rb', buffering=0)
+            data = f.read(1 << 20) if f else b''
+            if not data:
+                if timeout is not None and time.monotonic() - last > timeout:
+                    raise ReplyStalled(f'No reply text for {timeout:g} s ({what}, {path}); the prompt stays in '
+                                       'the dead drop: re-run the cell to follow it again, or raise the timeout',
+                                       path=str(path), timeout=timeout)
+                time.sleep(poll)
+                continue
+            last = time.monotonic()
+            text, done = term.feed(dec.decode(data))
+            if text: yield 'content', text
+            if done:
+                yield 'done', dict(model=term.model) if term.model else {}
+                return
+    finally:
+        if f: f.close()
+
+
+def follow_reply(
+    root:Path,             # The dead-drop root
+    sid:str,               # Session id
+    pid:str,               # Prompt id from `drop_prompt`
+    poll:float=0.25,       # Seconds between looks at the reply file
+    timeout:float=None,    # Seconds without new reply text before `ReplyStalled`; None waits forever
+):                         # ('content', text) events, then ('done', {'model': name} or {})
+    "Stream the reply to prompt `pid` as the responder appends it, without its terminator lines."
+    path = _inbox(root, sid).parent/'outbox'/f'{valid_prompt_id(pid)}.md'
+    return _follow(path, poll, timeout, f'dead-drop session {sid!r}, prompt {pid}')
+
+
+def cancel(
+    root:Path,  # The dead-drop root
+    sid:str,    # Session id
+    pid:str,    # Prompt id
+)->Path:        # The marker file
+    "Mark prompt `pid` cancelled (atomically), so responders skip it and its reply is refused."
+    b = _bundle(root, sid, pid)
+    fd, tmp = tempfile.mkstemp(prefix='.tmp-', dir=b)
+    with os.fdopen(fd, 'w') as f: f.write(time.strftime('%Y-%m-%dT%H:%M:%S%z\n'))
+    os.replace(tmp, b/'cancelled')
+    return b/'cancelled'
+
+
+def drop_legacy(
+    root:Path,  # The dead-drop root
+    text:str,   # The full prompt, ending with `REPLY_INSTRUCTION`
+)->str:         # The prompt id; the reply is `<root>/responses/<id>`
+    "Drop a prompt for the legacy route `deaddrop/claude`: `<root>/prompts/<id>`, written then renamed."
+    d, pid = _mkdir(Path(root)/'prompts'), _new_id()
+    _mkdir(Path(root)/'responses')
+    fd, tmp = tempfile.mkstemp(prefix='.tmp-', dir=d)
+    with os.fdopen(fd, 'w', encoding='utf-8') as f: f.write(text)
+    os.rename(tmp, d/pid)
+    return pid
+
+
+def follow_legacy(
+    root:Path,           # The dead-drop root
+    pid:str,             # Prompt id from `drop_legacy`
+    poll:float=0.25,     # Seconds between looks at the reply file
+    timeout:float=None,  # Seconds without new reply text before `ReplyStalled`; None waits forever
+):                       # ('content', text) events, then ('done', info)
+    "Stream `<root>/responses/<pid>` as it grows, like `follow_reply`."
+    return _follow(Path(root)/'responses'/valid_prompt_id(pid), poll, timeout, f'legacy dead drop, prompt {pid}')
+
+
+def _load(b, sid):
+    "The prompt in bundle folder `b` as a dict."
+    imgs = sorted((p for p in b.iterdir() if p.name.startswith('image-')), key=lambda p: (len(p.stem), p.stem))
+    return dict(id=b.name, session=sid, prompt=(b/'prompt.md').read_text(encoding='utf-8'), meta=_read_meta(b),
+                images=[str(p) for p in imgs])
+
+
+def next_prompt(
+    root:Path,           # The dead-drop root
+    sid:str,             # Session id
+    wait:bool=False,     # Wait until a prompt arrives
+    poll:float=0.25,     # Seconds between looks while waiting
+    timeout:float=None,  # Seconds to wait at most; None waits forever
+)->dict|None:            # {'id', 'session', 'prompt', 'meta', 'images': [paths]}, or None
+    "The oldest prompt of the session that is not cancelled and has no reply file yet."
+    inbox, end = _inbox(root, sid), None if timeout is None else time.monotonic() + timeout
+    outbox = inbox.parent/'outbox'
+    while True:
+        for pid in _bundles(inbox):
+            if not (inbox/pid/'cancelled').exists() and not (outbox/f'{pid}.md').exists(): return _load(inbox/pid, sid)
+        if not wait or end is not None and time.monotonic() >= end: return None
+        time.sleep(poll)
+
+
+def await_prompt(
+    root:Path,           # The dead-drop root
+    sid:str,             # Session id
+    poll:float=0.25,     # Seconds between looks
+    timeout:float=None,  # Seconds to wait at most; None waits forever
+)->dict|None:            # As `next_prompt`; None only after `timeout`
+    "Wait for the next prompt of the session (`next_prompt` with `wait=True`)."
+    return next_prompt(root, sid, wait=True, poll=poll, timeout=timeout)
+
+
+def _refuse_cancelled(b, sid):
+    if (b/'cancelled').exists():
+        raise DeadDropError(f'Prompt {b.name} in session {sid!r} was cancelled; `boopiter-deaddrop next {sid}` '
+                            'gives the next one', session=sid, prompt_id=b.name)
+
+
+def reply_stream(
+    root:Path,       # The dead-drop root
+    sid:str,         # Session id
+    pid:str,         # Prompt id being answered
+    chunks,          # Iterable of str or bytes, appended as they come
+    model:str=None,  # Name of whoever answers, written as the `---MODEL: name---` line
+)->Path:             # The reply file
+    "Append `chunks` to the reply of prompt `pid`, then the terminator lines; refuses unknown and cancelled prompts."
+    b = _bundle(root, sid, pid)
+    _refuse_cancelled(b, sid)
+    path = b.parent.parent/'outbox'/f'{pid}.md'
+    if _reply_done(path): raise DeadDropError(f'Prompt {pid} in session {sid!r} is already answered', session=sid)
+    last = b'\n'
+    with open(path, 'ab') as f:
+        for c in chunks:
+            if not c: continue
+            _refuse_cancelled(b, sid)
+            c = c.encode('utf-8') if isinstance(c, str) else bytes(c)
+            f.write(c)
+            f.flush()
+            last = c[-1:]
+        name = ' '.join(str(model).split()) if model else ''
+        ends = (f'---MODEL: {name}---\n' if name else '') + DONE + '\n'
+        f.write((b'' if last == b'\n' else b'\n') + ends.encode())
+    return path
+
+
+def show(
+    root:Path,  # The dead-drop root
+    sid:str,    # Session id
+    pid:str,    # Prompt id
+)->dict:        # As `next_prompt`, plus `status` and the `reply` so far (without terminators)
+    "A prompt with its state: 'waiting', 'replying', 'answered' or 'cancelled', and its reply so far."
+    b = _bundle(root, sid, pid)
+    p, path = _load(b, sid), b.parent.parent/'outbox'/f'{pid}.md'
+    raw = path.read_bytes().decode('utf-8', 'replace') if path.exists() else ''
+    term = _Terminators()
+    reply, done = term.feed(raw)
+    status = ('cancelled' if (b/'cancelled').exists() else 'answered' if done else
+              'replying' if path.exists() else 'waiting')
+    return dict(p, status=status, reply=reply if done else reply + term.nl + term.buf, model=term.model)
+
+
+# The command line
+
+def _ago(s):
+    "Seconds as a short human duration: '42 s', '7 min', '3 h', '2 days'."
+    return (f'{s:.0f} s' if s < 90 else f'{s/60:.0f} min' if s < 5400 else f'{s/3600:.0f} h' if s < 172800
+            else f'{s/86400:.0f} days')
+
+
+def _print_prompt(p, as_json):
+    if as_json: return print(json.dumps(p, ensure_ascii=False))
+    print(p['id'])
+    print(p['prompt'])
+    for img in p['images']: print(f'[image] {img}')
+
+
+def _chunks(stream):
+    "What arrives on `stream` (a binary file), as soon as it arrives, so a pipe streams."
+    read = getattr(stream, 'read1', stream.read)
+    while c := read(65536): yield c
+
+
+def _run(args):
+    root = deaddrop_root(environ={}, setting=args.root) if args.root else deaddrop_root()
+    if args.cmd == 'new':
+        d = new_session(root, args.id)
+        print(f'Session {args.id} ready at {d}; pick deaddrop/{args.id} in the brain menu', file=sys.stderr)
+    elif args.cmd == 'list':
+        for sid,ago in list_sessions(root): print(f'{sid}\t{_ago(ago)} ago')
+    elif args.cmd == 'next':
+        p = next_prompt(root, args.id, wait=args.wait, timeout=args.timeout)
+        if p is None:
+            print(f'No prompt waiting in session {args.id}', file=sys.stderr)
+            return 1
+        _print_prompt(p, args.json)
+    elif args.cmd == 'reply':
+        reply_stream(root, args.id, args.prompt_id, _chunks(sys.stdin.buffer), model=args.model)
+    elif args.cmd == 'show':
+        p = show(root, args.id, args.prompt_id)
+        if args.json: print(json.dumps(p, ensure_ascii=False))
+        else: print(f'{p["id"]} ({p["status"]})\n{p["prompt"]}\n--- reply ---\n{p["reply"]}')
+    return 0
+
+
+def _parser():
+    import argparse
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message): self.exit(2, f'{self.prog}: {message} (see --help)\n')
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument('--root', default=argparse.SUPPRESS,
+                        help='dead-drop folder (default: $BOOPITER_DEADDROP_DIR, else ~/dead_drop)')
+    p = _Parser(prog='boopiter-deaddrop', description='Answer boopiter prompt cells through files.', parents=[common])
+    sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
+    sub.add_parser('new', parents=[common], help='start a session').add_argument('id')
+    sub.add_parser('list', parents=[common], help='list sessions and when each was last active')
+    nx = sub.add_parser('next', parents=[common], help='print the oldest waiting prompt: its id, then its text')
+    nx.add_argument('id')
+    nx.add_argument('--wait', action='store_true', help='wait until a prompt arrives')
+    nx.add_argument('--json', action='store_true', help='print one JSON object (id, prompt, meta, images)')
+    nx.add_argument('--timeout', type=float, help='seconds to wait at most')
+    rp = sub.add_parser('reply', parents=[common], help='stream stdin as the reply, then end it')
+    rp.add_argument('id')
+    rp.add_argument('prompt_id')
+    rp.add_argument('--model', help='who answers, shown as "<name> (dead drop)"')
+    sh = sub.add_parser('show', parents=[common], help='print a prompt, its state and its reply so far')
+    sh.add_argument('id')
+    sh.add_argument('prompt_id')
+    sh.add_argument('--json', action='store_true', help='print one JSON object')
+    return p
+
+
+def main(argv=None):
+    "`boopiter-deaddrop`: errors are one line on stderr and exit status 2."
+    args = _parser().parse_args(argv)
+    args.root = getattr(args, 'root', None)
+    try: code = _run(args)
+    except (DeadDropError, OSError) as e:
+        print(f'boopiter-deaddrop: {e}', file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt: code = 130
+    sys.exit(code)
+
+
+if __name__ == '__main__': main()
