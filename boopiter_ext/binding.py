@@ -26,7 +26,7 @@ from .settings import SETTINGS, THINK_LEVELS, declared_models
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
 BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto')
-LOCAL_PREFIXES = ['local/']   # model ids answered on this machine, so any notebook may choose them
+LOCAL_PREFIXES = ['local/', 'deaddrop/']   # model ids answered on this machine, so any notebook may choose them
 MAX_CONTEXT = 1 << 20
 VERSION = 1
 _TOOLS = re.compile(r'[\w\-, ]{1,200}')   # tool source names

@@ -101,7 +101,20 @@ def local_source(router, settings)->list:
                        note='tiny embedded model: works anywhere, real work wants Ollama')]
 
 
-SOURCES = dict(ollama=ollama_source, endpoint=endpoint_source, declared=declared_source, local=local_source)
+def deaddrop_source(router, settings)->list:
+    "Dead-drop sessions (`boopiter-deaddrop new ID`), and the legacy `deaddrop/claude` route if its folder exists."
+    from . import deaddrop as dd
+    root = dd.deaddrop_root(setting=settings['deaddrop_dir'], create=False)
+    if not root.is_dir(): return []
+    entries = [ModelEntry(f'deaddrop/{sid}', sid, 'deaddrop', ('vision',), note=f'dead drop · active {dd.ago(secs)}')
+               for sid,secs in dd.list_sessions(root)]
+    if (root/'prompts').is_dir(): entries.append(ModelEntry('deaddrop/claude', 'claude', 'deaddrop', ('vision',),
+                                                            note='dead drop (legacy route)'))
+    return entries
+
+
+SOURCES = dict(ollama=ollama_source, endpoint=endpoint_source, declared=declared_source, local=local_source,
+               deaddrop=deaddrop_source)
 
 
 def register_source(

@@ -35,7 +35,7 @@ deleted by the notebook side.
 
 __all__ = ['REPLY_INSTRUCTION', 'DONE', 'deaddrop_root', 'valid_session', 'valid_prompt_id', 'new_session',
            'list_sessions', 'drop_prompt', 'find_pending', 'follow_reply', 'cancel', 'drop_legacy', 'follow_legacy',
-           'next_prompt', 'await_prompt', 'reply_stream', 'show', 'main']
+           'next_prompt', 'await_prompt', 'reply_stream', 'show', 'ago', 'main']
 
 import codecs, json, os, re, secrets, shutil, sys, tempfile, time
 from pathlib import Path
@@ -55,11 +55,12 @@ _IMAGE_EXT = {b'\x89PNG': '.png', b'\xff\xd8\xff': '.jpg', b'GIF8': '.gif', b'RI
 def deaddrop_root(
     environ:dict=None,  # Environment (default `os.environ`)
     setting:str='',     # The configured folder, if any (settings.ini)
-)->Path:                # The root folder, which exists
+    create:bool=True,   # Make it (mode 0700) if missing; listing sessions does not need to
+)->Path:                # The root folder
     "The dead-drop root: `$BOOPITER_DEADDROP_DIR`, else `setting`, else `~/dead_drop`; created with mode 0700."
     environ = os.environ if environ is None else environ
     root = Path(environ.get('BOOPITER_DEADDROP_DIR') or setting or '~/dead_drop').expanduser()
-    if not root.is_dir(): _mkdir(root, parents=True)
+    if create and not root.is_dir(): _mkdir(root, parents=True)
     return root
 
 
@@ -414,7 +415,7 @@ def show(
 
 # The command line
 
-def _ago(s):
+def ago(s:float)->str:
     "Seconds as a short human duration: '42 s', '7 min', '3 h', '2 days'."
     return (f'{s:.0f} s' if s < 90 else f'{s/60:.0f} min' if s < 5400 else f'{s/3600:.0f} h' if s < 172800
             else f'{s/86400:.0f} days')
@@ -439,7 +440,7 @@ def _run(args):
         d = new_session(root, args.id)
         print(f'Session {args.id} ready at {d}; pick deaddrop/{args.id} in the brain menu', file=sys.stderr)
     elif args.cmd == 'list':
-        for sid,ago in list_sessions(root): print(f'{sid}\t{_ago(ago)} ago')
+        for sid,secs in list_sessions(root): print(f'{sid}\t{ago(secs)} ago')
     elif args.cmd == 'next':
         p = next_prompt(root, args.id, wait=args.wait, timeout=args.timeout)
         if p is None:

@@ -60,7 +60,7 @@ class BoopMagics(Magics):
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
     tools, auto, lenient, max_rounds = _trait('tools'), _trait('auto'), _trait('lenient'), _trait('max_rounds')
-    unload_others = _trait('unload_others')
+    unload_others, deaddrop_dir, deaddrop_timeout = _trait('unload_others'), _trait('deaddrop_dir'), _trait('deaddrop_timeout')
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
                               "parser, and litellm unless the configured model is served by Ollama directly (which "
                               "never needs litellm).").tag(config=True)
@@ -468,7 +468,8 @@ class BoopMagics(Magics):
         view.waiting(model, 'starting the embedded model' if model.startswith('local/') and not self.router.local.url else '')
         reply, events, err = Reply(model), None, None
         try:
-            events = self.router.chat(model, msgs, settings, info, num_ctx=ledger['window'])
+            meta = dict(notebook=str(self.notebook() or ''), cell_id=getattr(current, 'cell_id', None))
+            events = self.router.chat(model, msgs, settings, info, num_ctx=ledger['window'], meta=meta)
             route.update(self.router.describe(model, settings))   # the embedded model's address is known once started
             pump(events, reply, view.update, view.interval)
             reply.finish('done')

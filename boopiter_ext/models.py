@@ -39,8 +39,9 @@ def ollama_tag(model:str)->str:
 
 
 def route_name(model:str)->str:
-    "'local', 'ollama' or 'litellm': the client that answers `model`."
-    return 'local' if model.startswith('local/') else 'ollama' if is_ollama_id(model) else 'litellm'
+    "'local', 'deaddrop', 'ollama' or 'litellm': the client that answers `model`."
+    if model.startswith(('local/', 'deaddrop/')): return model.partition('/')[0]
+    return 'ollama' if is_ollama_id(model) else 'litellm'
 
 
 def picked_model(settings)->tuple:
@@ -49,6 +50,36 @@ def picked_model(settings)->tuple:
     if settings['reasoning'] and settings['reasoning_model']:
         return settings['reasoning_model'], settings.source['reasoning_model']
     return settings['model'], settings.source['model'] if settings['model'] else ''
+
+
+def deaddrop_chat(model, messages, settings, meta=None):
+    """Drop the conversation for `deaddrop/<session>` (or the legacy `deaddrop/claude`) and stream the reply as it is
+    written; re-running the same cell with the same prompt follows the pending reply instead of asking again.
+    Closing the stream before the reply is done (an interrupt) marks the prompt cancelled."""
+    from . import deaddrop as dd
+    from .messages import msg_images, msg_text
+    import base64
+    root, sid = dd.deaddrop_root(setting=settings['deaddrop_dir']), model.partition('/')[2]
+    prompt = '\n\n'.join(f'[{m["role"]}]\n{msg_text(m)}' for m in messages) + dd.REPLY_INSTRUCTION
+    timeout = settings['deaddrop_timeout'] or None
+    if sid == 'claude':
+        pid = dd.drop_legacy(root, prompt)
+        events, cancel = dd.follow_legacy(root, pid, timeout=timeout), None
+    else:
+        images = [base64.b64decode(data) for m in messages for data in msg_images(m)]
+        pid = (dd.find_pending(root, sid, prompt, (meta or {}).get('cell_id'))
+               or dd.drop_prompt(root, sid, prompt, dict(meta or {}, model=model), images))
+        events, cancel = dd.follow_reply(root, sid, pid, timeout=timeout), lambda: dd.cancel(root, sid, pid)
+    done = False
+    try:
+        for kind,val in events:
+            if kind == 'done':
+                done, val = True, dict(val)
+                val = dict(val, prompt_id=pid, session=sid, answered_by=val.pop('model', None))
+            yield kind, val
+    finally:
+        events.close()
+        if not done and cancel is not None: cancel()
 
 
 class Router:
@@ -106,6 +137,7 @@ class Router:
         route = route_name(model)
         if route == 'ollama': return dict(name='Ollama', endpoint=self.ollama(settings).where)
         if route == 'local': return dict(name='embedded llama.cpp', endpoint=self.local.url or 'not started yet')
+        if route == 'deaddrop': return dict(name='dead drop', endpoint='', session=model.partition('/')[2])
         return dict(name='litellm', endpoint=public_url(settings['api_base']) if settings['api_base'] else '')
 
     def chat(self,
@@ -113,7 +145,8 @@ class Router:
              messages:list,   # Messages in `messages.mk_msg` form
              settings,        # Resolved settings (think, keep_alive, max_tokens, timeout, api_base)
              info:dict=None,  # `model_info(model)`
-             num_ctx:int=None):
+             num_ctx:int=None,
+             meta:dict=None): # About the prompt (notebook, cell id), for routes that keep it (the dead drop)
         "Stream the reply of `model` as events (see `stream.py`)."
         route, max_tokens = route_name(model), settings['max_tokens'] or None
         if route == 'ollama':
@@ -121,6 +154,7 @@ class Router:
             think = think_value(settings['think'], info) if 'thinking' in (info or {}).get('capabilities', ['thinking']) else None
             return self.ollama(settings).chat(model, messages, think=think, keep_alive=keep_alive_value(settings['keep_alive']),
                                               num_ctx=num_ctx, max_tokens=max_tokens)
+        if route == 'deaddrop': return deaddrop_chat(model, messages, settings, meta)
         if route == 'local':
             return self.litellm.chat(f'openai/{model.partition("/")[2]}', messages, api_base=self.local.ensure() + '/v1',
                                      api_key='none', max_tokens=max_tokens or self.local.max_tokens,

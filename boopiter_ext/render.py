@@ -162,8 +162,10 @@ def details_html(
 )->str:
     "The collapsed details block: model, endpoint, finish reason, tokens, timings and the context ledger."
     route, info = route or {}, reply.info
-    rows = [f'Model: {reply.model}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
+    answered = f'{info["answered_by"]} (dead drop)' if info.get('answered_by') else reply.model
+    rows = [f'Model: {answered}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
             + _picked_by(route),
+            *[f'{label}: {info[k]}' for k,label in (('session', 'Session'), ('prompt_id', 'Prompt id')) if info.get(k)],
             f'Finish: {info.get("finish_reason") or reply.status}']
     if reply.status not in ('done', 'streaming'): rows.append(f'Status: {STATUS_NOTES.get(reply.status, reply.status)}')
     toks = f'{_fmt_int(info["prompt_tokens"])} prompt + ' if info.get('prompt_tokens') else ''
@@ -205,7 +207,8 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
               status=reply.status, finish_reason=info.get('finish_reason'),
               prompt_tokens=info.get('prompt_tokens'), completion_tokens=reply.completion_tokens,
               ttft_s=None if reply.ttft is None else round(reply.ttft, 3),
-              tokens_per_s=None if not reply.tokens_per_s else round(reply.tokens_per_s, 1))
+              tokens_per_s=None if not reply.tokens_per_s else round(reply.tokens_per_s, 1),
+              answered_by=info.get('answered_by'), session=info.get('session'), prompt_id=info.get('prompt_id'))
     if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped', 'warning') if k in ledger}
     return {MIME_KEY: {k: v for k,v in md.items() if v is not None}}
 

@@ -55,6 +55,8 @@ SETTINGS = dict(  # key: (type, default, help)
                        "after round; off: every python block waits for your Run click."),
     lenient=(bool, False, "In auto mode, also take tool calls written as JSON, `<tool_call>` tags or native tool calls."),
     max_rounds=(int, 5, "In auto mode, the most replies one prompt may take before the loop stops."),
+    deaddrop_dir=(str, '', "The dead-drop folder. Empty: `BOOPITER_DEADDROP_DIR`, else ~/dead_drop."),
+    deaddrop_timeout=(float, 0.0, "Seconds to wait for a dead-drop reply to grow before giving up. 0: wait for ever."),
     unload_others=(bool, True, "After a pick changes, unload every other model Ollama holds in memory (ones other "
                                "programs loaded too), keeping the standard and reasoning picks."),
     clip=(int, 4000, "Characters kept from each cell output; the middle of longer outputs is cut, with a marker."),

@@ -21,6 +21,7 @@ def clean_environ(monkeypatch, tmp_path):
     for k in _LEAKY: monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv('XDG_CONFIG_HOME', str(tmp_path/'xdg'))
     monkeypatch.setenv('IPYTHONDIR', str(tmp_path/'ipython'))
+    monkeypatch.setenv('BOOPITER_DEADDROP_DIR', str(tmp_path/'dead_drop'))
     monkeypatch.chdir(tmp_path)
 
 

@@ -19,7 +19,7 @@ def replies(nb):
 def test_every_notebook_is_tested():
     assert sorted(p.name for p in NBS.glob('*.ipynb')) == ['00_tour.ipynb', '01_context.ipynb',
                                                             '02_models_and_settings.ipynb', '03_brain_menu.ipynb',
-                                                            '04_tools.ipynb']
+                                                            '04_tools.ipynb', '05_deaddrop.ipynb']
 
 
 def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
@@ -85,7 +85,8 @@ def test_brain_menu_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert any('application/vnd.jupyter.widget-view+json' in o.get('data', {}) for o in cell['%boop'].outputs)
     assert 'qwen3:1.7b          tools, thinking' in cell['%boop models'].outputs[0]['text']
     memory = cell[[k for k in cell if k.startswith('from boopiter_ext import ollama_loaded')][0]].outputs[0]['text']
-    assert "unloaded: ['qwen3:1.7b']" in memory and "in memory now: ['smollm2:135m']" in memory
+    # the background tidying after each pick may have unloaded some already: the end state is what is certain
+    assert 'unloaded: [' in memory and "in memory now: ['smollm2:135m']" in memory
     status = cell['%boop status'].outputs[0]['text']
     assert 'model     smollm2:135m (from notebook binding)' in status
     assert 'binding   model smollm2:135m · reasoning off (qwen3:1.7b, effort h)' in status
@@ -112,3 +113,15 @@ def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     consent = cell['Show me how to add 2 and 3 with the tool.'].outputs
     assert any('application/vnd.jupyter.widget-view+json' in o.get('data', {}) for o in consent)
     assert 'on   kernel' in cell['%boop tools'].outputs[0]['text']
+
+
+def test_deaddrop_howto_answers_through_files(tmp_path, monkeypatch):
+    monkeypatch.setenv('BOOPITER_DEADDROP_DIR', str(tmp_path/'dead_drop'))
+    monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
+    nb_path = tmp_path/'05.ipynb'
+    shutil.copy(NBS/'05_deaddrop.ipynb', nb_path)
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    [(src, out)] = replies(nbformat.read(tmp_path/'out.ipynb', as_version=4))
+    assert out['data']['text/plain'] == "I read: 'Can you hear me through the dead drop?'. Answered through files."
+    md = out['metadata']['boopiter']
+    assert (md['model'], md['answered_by'], md['session']) == ('deaddrop/howto', 'howto-bot', 'howto')
