@@ -26,7 +26,7 @@ from .settings import SETTINGS, THINK_LEVELS, declared_models
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
 BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto')
-LOCAL_PREFIXES = ['local/', 'deaddrop/']   # model ids answered on this machine, so any notebook may choose them
+LOCAL_PREFIXES = ['local/']   # model ids answered on this machine, so any notebook may choose them
 MAX_CONTEXT = 1 << 20
 VERSION = 1
 _TOOLS = re.compile(r'[\w\-, ]{1,200}')   # tool source names
@@ -69,8 +69,17 @@ def stamp(binding:dict)->dict:
     return {**binding, 'picked_at': now.isoformat(timespec='milliseconds')}
 
 
+def _session_exists(model, settings):
+    "A dead-drop id a notebook may choose: a session someone opened on this machine (never one the notebook invents)."
+    from . import deaddrop as dd
+    sid = model.partition('/')[2]
+    root = dd.deaddrop_root(setting=settings['deaddrop_dir'], create=False)
+    return (root/'prompts').is_dir() if sid == 'claude' else sid in dict(dd.list_sessions(root)) if root.is_dir() else False
+
+
 def _may_choose(model, settings):
     "Whether a saved notebook may choose `model`: only ids answered by servers the user configured."
+    if model.startswith('deaddrop/'): return _session_exists(model, settings)
     return (model.startswith(tuple(LOCAL_PREFIXES)) or is_ollama_id(model)
             or model.startswith('openai/') and bool(settings['api_base'])
             or model in declared_models(settings))

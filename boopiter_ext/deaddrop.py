@@ -46,7 +46,7 @@ REPLY_INSTRUCTION = ("\n\n[system: when your reply is complete, end it with two 
                      "---MODEL: <your model name and version>--- (e.g. ---MODEL: Claude Opus 4.8---), then ---DONE---. "
                      "They are parsed out and shown separately, not as part of the reply.]")
 _SID = re.compile(r'[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}')
-_PID = re.compile(r'\d{1,20}-[0-9a-f]{8}')
+_PID = re.compile(r'[0-9]{1,20}-[0-9a-f]{8}')
 _MODEL = re.compile(r'\s*---MODEL:\s*(.*?)\s*---\s*')
 _RESERVED = ('claude', 'prompts', 'responses')
 _IMAGE_EXT = {b'\x89PNG': '.png', b'\xff\xd8\xff': '.jpg', b'GIF8': '.gif', b'RIFF': '.webp'}
@@ -79,7 +79,7 @@ def valid_session(
     if not isinstance(sid, str) or not _SID.fullmatch(sid) or '..' in sid:
         raise DeadDropError(f'Bad session id {sid!r}: use 1 to 64 letters, digits, `.`, `_` or `-`, '
                             'not starting with `.`, e.g. `review-42`', session=sid)
-    if sid in _RESERVED:
+    if sid.lower() in _RESERVED:
         raise DeadDropError(f'Session id {sid!r} is reserved; pick another, e.g. `{sid}-1`', session=sid)
     return sid
 
@@ -138,7 +138,7 @@ def list_sessions(
     "The sessions under `root`: folders with a valid id holding both `inbox/` and `outbox/`."
     root, now = Path(root), time.time()
     if not root.is_dir(): return []
-    ds = [d for d in root.iterdir() if _SID.fullmatch(d.name) and '..' not in d.name and d.name not in _RESERVED
+    ds = [d for d in root.iterdir() if _SID.fullmatch(d.name) and '..' not in d.name and d.name.lower() not in _RESERVED
           and (d/'inbox').is_dir() and (d/'outbox').is_dir()]
     return sorted((d.name, max(0.0, now - _last_active(d))) for d in ds)
 
@@ -202,14 +202,17 @@ def find_pending(
     root:Path,      # The dead-drop root
     sid:str,        # Session id
     prompt_md:str,  # The prompt text as it would be dropped
-    cell_id:str,    # The cell's id (meta `cell_id`)
+    cell_id:str,    # The cell's id (meta `cell_id`); None never re-attaches
+    notebook:str=None,  # The notebook's path (meta `notebook`): a copy of the notebook never re-attaches
 )->str|None:        # The newest matching prompt id, if any
-    "A dropped prompt with this text and cell that is neither cancelled nor fully answered (to re-attach, not re-ask)."
+    "A dropped prompt with this text, notebook and cell, neither cancelled nor fully answered (to re-attach, not re-ask)."
+    if not cell_id: return None
     inbox = _inbox(root, sid)
     for pid in reversed(_bundles(inbox)):
         b = inbox/pid
         if (b/'cancelled').exists() or _reply_done(inbox.parent/'outbox'/f'{pid}.md'): continue
-        if _read_meta(b).get('cell_id') != cell_id: continue
+        meta = _read_meta(b)
+        if meta.get('cell_id') != cell_id or (meta.get('notebook') or None) != (notebook or None): continue
         try:
             if (b/'prompt.md').read_text(encoding='utf-8') == prompt_md: return pid
         except OSError: continue
@@ -229,6 +232,10 @@ class _Terminators:
             self.nl = '\n'
         return False
 
+    def at_rest(self)->bool:
+        "Whether the text so far ends with a `---DONE---` line that has no newline yet (done if nothing follows)."
+        return not self.mid and self.buf.strip() == DONE
+
     def feed(self, s:str)->tuple:
         "(text safe to show, whether the reply is done) after appending `s`."
         head, sep, self.buf = (self.buf + s).rpartition('\n')
@@ -244,7 +251,6 @@ class _Terminators:
             else:
                 for line in lines:
                     if self._line(line, out): return ''.join(out), True
-        if not self.mid and self.buf.strip() == DONE: return ''.join(out), True
         if self.buf and (self.mid or not _maybe_terminator(self.buf)):
             out.append(self.nl + self.buf)
             self.buf, self.nl, self.mid = '', '', True
@@ -260,19 +266,23 @@ def _maybe_terminator(part):
 def _follow(path, poll, timeout, what):
     "Yield ('content', text) as `path` grows, then ('done', info); `ReplyStalled` after `timeout` s without bytes."
     dec, term, f = codecs.getincrementaldecoder('utf-8')('replace'), _Terminators(), None
-    last = time.monotonic()
+    last, idle = time.monotonic(), False
     try:
         while True:
             if f is None and path.exists(): f = open(path, 'rb', buffering=0)
             data = f.read(1 << 20) if f else b''
             if not data:
+                if idle and term.at_rest():   # a last `---DONE---` without a newline, and a whole poll with nothing more
+                    yield 'done', dict(model=term.model) if term.model else {}
+                    return
                 if timeout is not None and time.monotonic() - last > timeout:
                     raise ReplyStalled(f'No reply text for {timeout:g} s ({what}, {path}); the prompt stays in '
                                        'the dead drop: re-run the cell to follow it again, or raise the timeout',
                                        path=str(path), timeout=timeout)
                 time.sleep(poll)
+                idle = True
                 continue
-            last = time.monotonic()
+            last, idle = time.monotonic(), False
             text, done = term.feed(dec.decode(data))
             if text: yield 'content', text
             if done:
@@ -434,8 +444,14 @@ def _chunks(stream):
     while c := read(65536): yield c
 
 
+def _configured_dir()->str:
+    "The `deaddrop_dir` a notebook in this folder would use (your settings.ini), so both sides meet."
+    from .settings import load_settings
+    return load_settings()['deaddrop_dir']
+
+
 def _run(args):
-    root = deaddrop_root(environ={}, setting=args.root) if args.root else deaddrop_root()
+    root = deaddrop_root(environ={}, setting=args.root) if args.root else deaddrop_root(setting=_configured_dir())
     if args.cmd == 'new':
         d = new_session(root, args.id)
         print(f'Session {args.id} ready at {d}; pick deaddrop/{args.id} in the brain menu', file=sys.stderr)
@@ -488,7 +504,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     args.root = getattr(args, 'root', None)
     try: code = _run(args)
-    except (DeadDropError, OSError) as e:
+    except (DeadDropError, OSError, ValueError, AttributeError) as e:   # ValueError: a prompt.md that is not UTF-8
         print(f'boopiter-deaddrop: {e}', file=sys.stderr)
         code = 2
     except KeyboardInterrupt: code = 130

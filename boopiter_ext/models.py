@@ -14,10 +14,11 @@ models, the embedded model does (when installed); otherwise `NoModel` says how t
 
 __all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'ollama_tag', 'picked_model', 'LOCAL_ID']
 
-import os
-from .errors import NoModel, OllamaError, OllamaUnreachable, SettingsError
+import logging, os
+from .errors import BoopError, NoModel, OllamaError, OllamaUnreachable, ReplyStalled, SettingsError
 from .settings import public_url, short_source
 
+log = logging.getLogger('boopiter_ext')
 LOCAL_ID = 'local/smollm2-135m'
 _PREFIXES = ('ollama_chat/', 'ollama/')
 
@@ -67,19 +68,24 @@ def deaddrop_chat(model, messages, settings, meta=None):
         events, cancel = dd.follow_legacy(root, pid, timeout=timeout), None
     else:
         images = [base64.b64decode(data) for m in messages for data in msg_images(m)]
-        pid = (dd.find_pending(root, sid, prompt, (meta or {}).get('cell_id'))
+        pid = (dd.find_pending(root, sid, prompt, (meta or {}).get('cell_id'), (meta or {}).get('notebook'))
                or dd.drop_prompt(root, sid, prompt, dict(meta or {}, model=model), images))
         events, cancel = dd.follow_reply(root, sid, pid, timeout=timeout), lambda: dd.cancel(root, sid, pid)
-    done = False
+    settled = False   # answered, or given up on by the timeout: the prompt stays as it is
     try:
         for kind,val in events:
             if kind == 'done':
-                done, val = True, dict(val)
-                val = dict(val, prompt_id=pid, session=sid, answered_by=val.pop('model', None))
+                settled, info = True, dict(val)
+                val = dict(info, prompt_id=pid, session=sid, answered_by=info.pop('model', None))
             yield kind, val
+    except ReplyStalled:
+        settled = True   # the message says re-running the cell follows it again: it must not be cancelled
+        raise
     finally:
         events.close()
-        if not done and cancel is not None: cancel()
+        if not settled and cancel is not None:   # interrupted: tell the other side to skip it
+            try: cancel()
+            except (OSError, BoopError): log.warning('boopiter_ext: could not mark the dead-drop prompt cancelled')
 
 
 class Router:

@@ -149,6 +149,9 @@ def load_settings(
     environ = os.environ if environ is None else environ
     proj, user = project_ini(start), user_ini(environ)
     pvals, pwarn = read_ini(proj) if proj else ({}, [])
+    if 'deaddrop_dir' in pvals:   # where your notebook's context is written is yours to choose, not a repository's
+        del pvals['deaddrop_dir']
+        pwarn.append(f'{proj}: `deaddrop_dir` ignored: set it in your own settings ({user}) or BOOPITER_DEADDROP_DIR')
     if 'api_key_env' in pvals:   # a cloned repository must not pick which of your variables goes to its server
         del pvals['api_key_env']
         pwarn.append(f'{proj}: `api_key_env` ignored: name the key variable in your own settings '

@@ -297,7 +297,7 @@ def test_cli_reply_from_a_pipe_streams_to_a_follower(root):
 
 
 @pytest.mark.parametrize('text', ['plain\ntext\n\nwith blank lines', '---\nrule ---DONE--- inline\n --- \n---MODEL',
-                                  'x', ''])
+                                  'x', '', '---DONE--- not yet\n---DONE----'])
 def test_terminators_any_split(text):
     import random
     rnd = random.Random(5)
@@ -328,3 +328,22 @@ def test_public_names():
     own = {k for k,v in vars(dd).items() if not k.startswith('_') and not inspect.ismodule(v)
            and getattr(v, '__module__', dd.__name__) == dd.__name__}
     assert set(dd.__all__) == own
+
+
+def test_re_attaching_needs_the_same_notebook_and_a_cell_id(sess):
+    root, sid = sess
+    pid = dd.drop_prompt(root, sid, 'q', dict(cell_id='c1', notebook='/nb/a.ipynb'))
+    assert dd.find_pending(root, sid, 'q', 'c1', '/nb/a.ipynb') == pid
+    assert dd.find_pending(root, sid, 'q', 'c1', '/nb/copy-of-a.ipynb') is None   # a copy asks for itself
+    assert dd.find_pending(root, sid, 'q', None, '/nb/a.ipynb') is None
+
+
+def test_a_saved_binding_may_name_only_sessions_that_exist_here(sess, monkeypatch):
+    from boopiter_ext.binding import screen_binding
+    from boopiter_ext.settings import load_settings
+    root, sid = sess
+    monkeypatch.setenv('BOOPITER_DEADDROP_DIR', str(root))
+    s = load_settings(environ={})
+    assert screen_binding(dict(model=f'deaddrop/{sid}'), s)[0] == dict(model=f'deaddrop/{sid}')
+    assert screen_binding(dict(model='deaddrop/invented'), s)[0] == {}
+    assert screen_binding(dict(model='deaddrop/claude'), s)[0] == {}   # no legacy folder here

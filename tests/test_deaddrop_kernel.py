@@ -112,6 +112,8 @@ def test_a_timeout_ends_the_wait_with_a_clear_message(tmp_path):
         res = k.run('%%prompt -m deaddrop/delta\nAnyone?', timeout=30)
     finally: k.shutdown()
     assert res.status == 'error' and 'No reply text for 0.5 s' in res.text and res.text.count('\n') <= 2
+    [bundle] = [p for p in (tmp_path/'dead_drop'/'delta'/'inbox').iterdir() if not p.name.startswith('.')]
+    assert not (bundle/'cancelled').exists()   # still pending: re-running the cell follows it again
 
 
 def test_a_restarted_kernel_re_running_the_cell_follows_the_pending_reply(tmp_path):
