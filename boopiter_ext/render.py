@@ -16,6 +16,7 @@ __all__ = ['safe_markdown', 'close_fences', 'reply_markdown', 'reply_plain', 're
 
 import re
 from html import escape
+from textwrap import indent
 from urllib.parse import urlsplit
 from .context import fenced
 from .stream import STATUS_NOTES
@@ -222,14 +223,11 @@ def reply_bundle(reply, route:dict=None, ledger:dict=None)->tuple:
 _STEP_MARK = {'ok': '✓', 'flagged': '⚠'}
 
 
-def _indent(text, by='  '): return ''.join(by + ln if ln.strip() else ln for ln in text.splitlines(True))
-
-
 def _step_md(step)->str:
     "A call and its result, both in fences no text inside can close (model code and tool output are untrusted)."
     result = step.result if len(step.result) <= 600 else step.result[:600] + ' …'
     head = f'{_STEP_MARK.get(step.status, "✗")} {escape(step.status)}' + (' (recovered from text)' if step.recovered else '')
-    return f'- {head}\n\n{_indent(fenced(step.source, "python"))}\n\n{_indent(fenced(result))}'
+    return f'- {head}\n\n{indent(fenced(step.source, "python"), "  ")}\n\n{indent(fenced(result), "  ")}'
 
 
 def _one_line(source):
