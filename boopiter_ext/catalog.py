@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 import requests
 from .errors import BoopError
-from .models import LOCAL_ID, is_ollama_id, ollama_tag
+from .models import LOCAL_ID, declared_vision, is_ollama_id, ollama_tag
 from .settings import declared_models, public_url
 
 BADGES = dict(tools='🔧', vision='👁️', thinking='🧠')
@@ -86,12 +86,16 @@ def endpoint_source(router, settings)->list:
         names = sorted({str(m['id']) for m in r.json().get('data', []) if isinstance(m, dict) and m.get('id')})
     except (requests.RequestException, ValueError, AttributeError) as e:
         raise BoopError(f'{public_url(base)}/models failed: {e.__class__.__name__}') from e
-    return [ModelEntry(f'openai/{n}', n, 'endpoint', note=f'at {public_url(base)}') for n in names]
+    return [ModelEntry(f'openai/{n}', n, 'endpoint', _declared(f'openai/{n}', settings), note=f'at {public_url(base)}')
+            for n in names]
 
 
 def declared_source(router, settings)->list:
     "The ids the `models` setting names (any litellm id), taken as given."
-    return [ModelEntry(m, m, 'declared', note='litellm') for m in declared_models(settings)]
+    return [ModelEntry(m, m, 'declared', _declared(m, settings), note='litellm') for m in declared_models(settings)]
+
+
+def _declared(model, settings): return ('vision',) if declared_vision(model, settings) else ()
 
 
 def local_source(router, settings)->list:

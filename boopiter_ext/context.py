@@ -5,26 +5,27 @@ kernel, recovered from the input history, or read from the saved notebook. `orde
 in notebook order; `build_context` turns them into messages: earlier prompt cells and their replies
 become user/assistant turns, everything else is shown to the model as the cells it ran. Long outputs
 are clipped with a visible marker, and when the whole does not fit, the oldest cells are dropped
-first, never the current prompt. The returned ledger says what was sent, clipped and dropped.
+first, never the current prompt. Images (outputs, Markdown attachments and image links) go to vision
+models as images, newest first within a budget, scaled down (`images.py`); other models get a short
+placeholder. The returned ledger says what was sent, clipped and dropped, images included.
 
     msgs, ledger = build_context(order_cells(executed, saved, current), 'Why is this slow?', limit=6000)
 """
 
 __all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text', 'fenced',
-           'build_context', 'context_window', 'estimate_tokens', 'SYSTEM_PROMPT', 'IMAGE_TOKENS']
+           'build_context', 'context_window', 'estimate_tokens', 'SYSTEM_PROMPT']
 
-import json, re
+import base64, json, re
 from dataclasses import dataclass, field
+from .images import IMAGE_MIMES, ImagePicker, image_tokens, markdown_images
 from .messages import mk_msg, image_part
 
 SYSTEM_PROMPT = ("You are a helpful assistant inside a Jupyter notebook. The user's messages show the notebook "
                  "cells they ran (code with its outputs and errors, and Markdown notes), followed by their "
                  "question after a line with `---`. Answer that question. Write Markdown, and put code in "
                  "fenced blocks with a language tag.")
-IMAGE_TOKENS = 768      # rough cost of one image for a vision model
 _MSG_OVERHEAD = 4       # tokens a chat template adds around each message
 _ANSI = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
-_IMAGE_MIMES = ('image/png', 'image/jpeg')
 _TEXT_MIMES = ('text/markdown', 'text/plain', 'text/html', 'application/json', 'text/latex')
 _OWN_LINE = re.compile(r'\s*(%(load_ext|reload_ext)\s+boopiter_ext|%boop\b|%config\s+BoopMagics\b)')
 
@@ -38,6 +39,7 @@ class Cell:
     cell_id: str = None
     exec_count: int = None
     origin: str = 'live'                # 'live' (captured), 'history' (ran before loading) or 'file' (saved)
+    attachments: dict = field(default_factory=dict)   # a Markdown cell's attachments: {name: {mime: base64}}
 
 
 def is_prompt(source:str)->bool: return source.lstrip().startswith('%%prompt')
@@ -103,8 +105,8 @@ def _display_text(data):
     return None
 
 
-def _output_parts(o, vision):
-    "(text, images) for one output: images as base64 payloads for vision models, else a placeholder."
+def _output_parts(o, pick, where):
+    "(text, images) for one output: `pick` decides whether an image goes to the model or becomes a placeholder."
     kind = o.get('output_type')
     if kind == 'stream': return _stream_text(_join(o.get('text'))), []
     if kind == 'error':
@@ -112,22 +114,46 @@ def _output_parts(o, vision):
         head = f'{o.get("ename")}: {o.get("evalue")}'
         return '\n'.join(tb) if tb and head in tb[-1] else '\n'.join(tb + [head]), []
     data = o.get('data') or {}
-    imgs = [(m, _join(data[m])) for m in _IMAGE_MIMES if m in data][:1]
-    if imgs:
-        if vision: return f'[image: {imgs[0][0]}]', [imgs[0]]
-        text = _display_text({k: v for k,v in data.items() if k != 'text/plain'})
-        return text or f'[{imgs[0][0]} output omitted]', []
+    if (mime := next((m for m in IMAGE_MIMES if m in data), None)):
+        raw = data[mime]   # bytes as a display hook sees a PIL image's repr (the kernel base64-encodes it when sending)
+        text, imgs = pick(where, mime, base64.b64encode(raw).decode() if isinstance(raw, bytes) else _join(raw))
+        if not imgs and (alt := _display_text({k: v for k,v in data.items() if k != 'text/plain'})): return alt, []
+        return text, imgs
     text = _display_text(data)
     return (text, []) if text is not None else (f'[{", ".join(data) or "empty"} output omitted]', [])
 
 
+_DATA_URL = re.compile(r'data:image/[\w.+-]+;base64,[A-Za-z0-9+/=\s]{64,}')
+
+
+def without_data_urls(text:str)->str:
+    "`text` with inline base64 images shortened: the image goes as an image, or not at all, never as text."
+    return _DATA_URL.sub(lambda m: m[0].partition(',')[0] + ',…', text)
+
+
+def _markdown_parts(text, attachments, root, pick, where):
+    "(lines to add, images) for the images a Markdown text shows."
+    lines, imgs = [], []
+    attachments = {k: {m: _join(v) for m,v in b.items()} for k,b in (attachments or {}).items() if isinstance(b, dict)}
+    for name, img, why in markdown_images(text, attachments, root):
+        if img is None: pick.skip(where, name, why)
+        else:
+            t, i = pick(where, img[0], img[1], name=name)
+            lines.append(t); imgs += i
+    return lines, imgs
+
+
 def cell_text(
-    cell:Cell,           # A code or Markdown cell
-    clip_chars:int=4000, # Characters kept per output (0: all)
-    vision:bool=False,   # Whether images go to the model as images
-)->tuple:                # (text, images, clipped): images as (mime, base64) pairs
+    cell:Cell,            # A code or Markdown cell
+    clip_chars:int=4000,  # Characters kept per output (0: all)
+    pick:ImagePicker=None,# Decides which images go to the model (default: none, placeholders instead)
+    root=None,            # The notebook's folder, where Markdown image links are read from
+)->tuple:                 # (text, images, clipped): images as `images.ContextImage`s
     "How one non-prompt cell reads to the model."
-    if cell.kind == 'markdown': return f'Markdown note:\n{cell.source.strip()}', [], False
+    pick, where = pick or ImagePicker(), _label(cell)
+    if cell.kind == 'markdown':
+        lines, imgs = _markdown_parts(cell.source, cell.attachments, root, pick, where)
+        return '\n'.join([f'Markdown note:\n{without_data_urls(cell.source.strip())}', *lines]), imgs, False
     label = f'In [{cell.exec_count}]' if cell.exec_count else 'Code cell'
     out, imgs, clipped, streams = [], [], False, ''
     outputs = [o for o in cell.outputs if not _meta(o).get('boopiter')]
@@ -140,7 +166,7 @@ def cell_text(
             out.append(t); clipped |= c
             streams = ''
         if not o: break
-        t, im = _output_parts(o, vision)
+        t, im = _output_parts(o, pick, where)
         t, c = clip(t, clip_chars)
         out.append(t); imgs += im; clipped |= c
     text = f'{label}:\n{fenced(cell.source, "python")}'
@@ -187,22 +213,28 @@ def order_cells(
     return [c for p,c in sorted(placed, key=lambda t: t[0])] + sorted(unplaced, key=lambda c: order[id(c)])
 
 
-def _units(cells, clip_chars, vision):
-    "Group cells into budget units: a non-prompt cell, or a prompt with its reply."
+def _units(cells, clip_chars, pick, root):
+    "Group cells into budget units: a non-prompt cell, or a prompt with its reply; newest first, as images are picked."
     units = []
-    for c in cells:
+    for c in reversed(cells):
         if is_own(c): continue
+        n = len(pick.records)
         if c.kind == 'prompt':
             q, a = prompt_text(c.source), reply_text(c)
             if not q: continue
+            _, imgs = _markdown_parts(q, None, root, pick, _label(c))   # images an earlier question linked
+            q = without_data_urls(q)
             a, clipped = clip(a, clip_chars * 4) if a else (a, False)
-            units.append(dict(cell=c, kind='turn', text=q, reply=a, images=[], clipped=clipped,
-                              tokens=estimate_tokens(q) + estimate_tokens(a or '') + 2*_MSG_OVERHEAD))
+            units.append(dict(cell=c, kind='turn', text=q, reply=a, images=imgs, clipped=clipped, records=pick.records[n:],
+                              tokens=estimate_tokens(q) + estimate_tokens(a or '') + 2*_MSG_OVERHEAD + _image_cost(imgs)))
         else:
-            t, imgs, clipped = cell_text(c, clip_chars, vision)
-            units.append(dict(cell=c, kind='cell', text=t, images=imgs, clipped=clipped,
-                              tokens=estimate_tokens(t) + IMAGE_TOKENS*len(imgs)))
-    return units
+            t, imgs, clipped = cell_text(c, clip_chars, pick, root)
+            units.append(dict(cell=c, kind='cell', text=t, images=imgs, clipped=clipped, records=pick.records[n:],
+                              tokens=estimate_tokens(t) + _image_cost(imgs)))
+    return units[::-1]
+
+
+def _image_cost(imgs): return sum(image_tokens(i.width, i.height) for i in imgs)
 
 
 def _messages(units, prompt, prompt_images, system):
@@ -211,15 +243,16 @@ def _messages(units, prompt, prompt_images, system):
     def user(question, extra_images=()):
         body = '\n\n'.join(pending + ['---', question] if pending else [question])
         imgs = images + list(extra_images)
-        msgs.append(mk_msg([body] + [image_part(b, m) for m,b in imgs], 'user') if imgs else mk_msg(body, 'user'))
+        msgs.append(mk_msg([body] + [image_part(i.data, i.mime) for i in imgs], 'user') if imgs else mk_msg(body, 'user'))
         pending.clear(); images.clear()
     for u in units:
         if u['kind'] == 'cell':
             pending.append(u['text']); images.extend(u['images'])
         elif u['reply']:
-            user(u['text'])
+            user(u['text'], u['images'])
             msgs.append(mk_msg(u['reply'], 'assistant'))
-        else: pending.append(f'Earlier question (no reply):\n{u["text"]}')
+        else:
+            pending.append(f'Earlier question (no reply):\n{u["text"]}'); images.extend(u['images'])
     user(prompt, prompt_images)
     return msgs
 
@@ -231,25 +264,32 @@ def build_context(
     system:str=SYSTEM_PROMPT, # System prompt ('' for none)
     clip_chars:int=4000,  # Characters kept per output
     vision:bool=False,    # Send images as images (vision models)
-    prompt_images=(),     # (mime, base64) images attached to the prompt itself
+    root=None,            # The notebook's folder: Markdown image links (in notes and the prompt) are read inside it
+    max_images:int=8,     # Most images sent with one prompt; the newest are kept
+    max_side:int=1024,    # Longest side of an image sent, in pixels
 )->tuple:                 # (messages, ledger)
     "Messages for the model and a ledger of what was sent, clipped and dropped."
-    units = _units(cells, clip_chars, vision)
-    fixed = estimate_tokens(system) + estimate_tokens(prompt) + 2*_MSG_OVERHEAD + IMAGE_TOKENS*len(prompt_images)
+    pick = ImagePicker(vision, max_images, max_side)
+    _, prompt_images = _markdown_parts(prompt, None, root, pick, 'the prompt')   # the newest images of all
+    n_prompt, prompt = len(pick.records), without_data_urls(prompt)
+    units = _units(cells, clip_chars, pick, root)
+    fixed = estimate_tokens(system) + estimate_tokens(prompt) + 2*_MSG_OVERHEAD + _image_cost(prompt_images)
     total = fixed + sum(u['tokens'] for u in units)
     dropped = 0
     while limit is not None and total > limit and dropped < len(units):
         total -= units[dropped]['tokens']
+        for r in units[dropped]['records']: r.update(status='dropped', why='its cell was dropped to fit the window')
         dropped += 1
     sent = units[dropped:]
-    items = [dict(label=_label(u['cell']), tokens=u['tokens'],
+    items = [dict(label=_label(u['cell']), tokens=u['tokens'], images=[i.size for i in u['images']],
                   status='dropped' if i < dropped else 'clipped' if u['clipped'] else 'sent') for i,u in enumerate(units)]
     notes = []
     if limit is not None and total > limit:
         notes.append(f'the prompt alone (~{fixed:,} tokens) exceeds the budget of {limit:,} tokens; sent anyway')
+    records = [r for u in units for r in u['records']] + pick.records[:n_prompt]   # in context order
     ledger = dict(items=items, tokens=total, limit=limit, clipped=sum(i['status'] == 'clipped' for i in items),
-                  dropped=dropped, images=sum(len(u['images']) for u in sent) + len(prompt_images), notes=notes)
-    return _messages(sent, prompt, list(prompt_images), system), ledger
+                  dropped=dropped, images=sum(r['status'] == 'sent' for r in records), image_records=records, notes=notes)
+    return _messages(sent, prompt, prompt_images, system), ledger
 
 
 def context_window(

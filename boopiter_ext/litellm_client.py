@@ -62,6 +62,8 @@ class LitellmClient:
             for chunk in _chunks(resp):
                 if (u := getattr(chunk, 'usage', None)):
                     info.update(prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens)
+                    details = getattr(u, 'completion_tokens_details', None)
+                    if (r := getattr(details, 'reasoning_tokens', None)): info['reasoning_tokens'] = r
                 if not chunk.choices: continue
                 ch = chunk.choices[0]
                 d = ch.delta

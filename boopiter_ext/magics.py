@@ -59,6 +59,7 @@ class BoopMagics(Magics):
     timeout = _trait('timeout')
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
+    max_images, image_size, vision_models = _trait('max_images'), _trait('image_size'), _trait('vision_models')
     tools, auto, lenient, max_rounds = _trait('tools'), _trait('auto'), _trait('lenient'), _trait('max_rounds')
     unload_others, deaddrop_dir, deaddrop_timeout = _trait('unload_others'), _trait('deaddrop_dir'), _trait('deaddrop_timeout')
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
@@ -356,12 +357,16 @@ class BoopMagics(Magics):
         model, note = router.resolve(settings)
         info = router.model_info(model, settings)
         self._check_think(model, settings, info)
+        effort, effort_note = router.effort(model, settings, info)
         tools = self._offer_tools(settings, nb)
         auto = settings['auto'] and bool(tools)
         cells = self._cells_above(nb) if with_context else []
-        msgs, ledger = self._context(question, settings, info, cells, tools, auto)
-        note = '; '.join(filter(None, [note, *settings.screened]))
-        route = dict(router.describe(model, settings), note=note, picked_by=short_source(picked_model(settings)[1]))
+        msgs, ledger = self._context(question, settings, info, cells, tools, auto, self._folder(nb))
+        note = '; '.join(filter(None, [note, effort_note, *settings.screened]))
+        picked, source = picked_model(settings)
+        route = dict(router.describe(model, settings), note=note, picked_by=short_source(source), effort=effort,
+                     reasoning_model=bool(settings['reasoning'] and settings['reasoning_model'] and source != 'cell option'
+                                          and picked == settings['reasoning_model']))
         if auto: reply = self._tool_loop(question, model, msgs, settings, info, route, ledger, tools)
         else: reply = self._stream(model, msgs, settings, info, route, ledger)
         self._offer_code(reply, tools, insert)
@@ -379,14 +384,18 @@ class BoopMagics(Magics):
             display(CodeActions(self.shell, blocks).widget)
 
     # -- tools (tools.py, guards.py, toolloop.py)
+    @staticmethod
+    def _folder(nb)->Path|None:
+        "The folder files are read from (file tools, image links): the notebook's, else the working one, but never / or ~."
+        root = nb.parent if nb else Path.cwd()
+        return None if root.resolve() in (Path('/'), Path.home().resolve()) else root
+
     def _tool_list(self, settings, nb)->dict:
         "The selected tools by name; the file tools only where there is a folder to confine them to."
         from .tools import DEFAULT_SELECTION, ToolContext, get_tool_list, parse_selection
-        root = nb.parent if nb else Path.cwd()
-        selection = parse_selection(settings['tools'])
-        if root.resolve() in (Path('/'), Path.home().resolve()):   # no notebook folder known: never the whole disk
-            selection = {**(selection or DEFAULT_SELECTION), 'files': False}
-        ctx = ToolContext(root=root, namespace=self.shell.user_ns, cells=lambda: self._cells_above(nb))
+        root, selection = self._folder(nb), parse_selection(settings['tools'])
+        if root is None: selection = {**(selection or DEFAULT_SELECTION), 'files': False}   # never the whole disk
+        ctx = ToolContext(root=root or Path.cwd(), namespace=self.shell.user_ns, cells=lambda: self._cells_above(nb))
         return {fn.__name__: fn for fn in get_tool_list(selection, ctx)}
 
     def _offer_tools(self, settings, nb)->dict:
@@ -440,7 +449,7 @@ class BoopMagics(Magics):
         from .notebook import saved_cells
         return order_cells(self.recorder.cells(), saved_cells(nb) if nb else None, self.recorder.current)
 
-    def _context(self, question, settings, info, cells, tools=None, auto=False):
+    def _context(self, question, settings, info, cells, tools=None, auto=False, root=None):
         "(messages, ledger): `cells` and the question, budgeted to the model's window, which goes in the ledger."
         from .context import build_context, context_window
         model_max, requested = info.get('context_length'), settings['context_size']
@@ -450,7 +459,8 @@ class BoopMagics(Magics):
         system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt'], tools_system_prompt(list((tools or {}).values()), auto))
                                if p)
         msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],
-                                     vision='vision' in info.get('capabilities', []))
+                                     vision=bool(info.get('vision')), root=root and root.resolve(),
+                                     max_images=settings['max_images'], max_side=settings['image_size'])
         ledger['window'] = window = context_window(ledger['tokens'] + reserve, model_max, requested)
         ledger['cap'], ledger['reserve'] = cap, reserve
         if ledger['tokens'] > window:   # Ollama would cut the start of the prompt without a word
@@ -491,8 +501,8 @@ class BoopMagics(Magics):
         return reply
 
     def _check_think(self, model, settings, info):
-        caps = info.get('capabilities')
-        if settings['think'] and caps and 'thinking' not in caps and settings.source['think'] == 'cell option':
-            raise UsageError(f'{model} is not a thinking model (its capabilities: {", ".join(caps)}), so `--think` '
-                             'cannot apply; drop it or pick a thinking model with `-m`.')
-
+        "A `--think` the model cannot take is refused; one from the settings is left out, with a note in the details."
+        if settings.source['think'] == 'cell option' and self.router.effort(model, settings, info)[1]:
+            caps = ', '.join(info.get('capabilities') or ())
+            raise UsageError(f'{model} is not a thinking model (its capabilities: {caps}), so `--think` cannot apply; '
+                             'drop it or pick a thinking model with `-m`.')

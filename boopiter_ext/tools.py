@@ -21,7 +21,7 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
 
 __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
-           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting', 'user_variables', 'is_tool']
+           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting', 'user_variables', 'is_tool', 'confine']
 
 import builtins, fnmatch, inspect, keyword, logging, os, re, reprlib, types
 from dataclasses import dataclass, field
@@ -81,8 +81,11 @@ def _resolve(p):
     except (OSError, RuntimeError, ValueError): return None
 
 
-def _confine(root, path):
-    "`path` (relative to `root`, or absolute) resolved through symlinks, or an `error: ...` string if it leaves `root`."
+def confine(
+    root:Path,  # The folder to stay inside
+    path,       # A path relative to `root`, or absolute
+)->Path|str:    # The path with every symlink followed, or an `error: ...` string saying why it is refused
+    "Resolve `path` inside `root`: no leaving it (`../`, absolute paths, symlinks out, `~`), no dot-files."
     if not isinstance(path, (str, os.PathLike)): return f'error: path must be a string, not {type(path).__name__}'
     s = os.fspath(path).strip() or '.'
     if s.startswith('~'): return f"error: `{s}`: home-folder paths are not allowed; use one under the notebook's folder"
@@ -100,13 +103,13 @@ def _walk(root, top):
         d, keep = Path(d), []
         for n in sorted(dirs):
             p = d/n
-            if _hidden(n) or isinstance(_confine(root, p), str): continue
+            if _hidden(n) or isinstance(confine(root, p), str): continue
             yield p, True
             if not p.is_symlink(): keep.append(n)   # a linked folder is listed, not entered: no loops, no duplicates
         dirs[:] = keep
         for n in sorted(files):
             p = d/n
-            if _hidden(n) or isinstance(_confine(root, p), str): continue   # links out, or to a dot-file
+            if _hidden(n) or isinstance(confine(root, p), str): continue   # links out, or to a dot-file
             yield p, False
 
 
@@ -128,7 +131,7 @@ def file_tools(
         pattern:str='*',  # Shell-style pattern the names must match, e.g. '*.py'
     )->str:               # One path per line, relative to the notebook's folder; folders end with '/'
         "List files and folders under `path`, recursively (hidden and cache folders are skipped)"
-        top = _confine(root, path)
+        top = confine(root, path)
         if isinstance(top, str): return top
         if not top.exists(): return f'error: no such folder: {path}'
         if not top.is_dir(): return f'error: {path} is a file; read_file reads it'
@@ -146,7 +149,7 @@ def file_tools(
     )->str:                 # The lines, each prefixed with its number
         "Read a text file, with line numbers"
         from fastcore.tools import view_file
-        p = _confine(root, path)
+        p = confine(root, path)
         if isinstance(p, str): return p
         if not p.exists(): return f'error: no such file: {path}'
         if p.is_dir(): return f'error: {path} is a folder; list_files lists it'
@@ -168,7 +171,7 @@ def file_tools(
         # plain text on purpose: a regular expression chosen by the model could backtrack for ever, beyond interrupts
         if not isinstance(text, str) or not text: return 'error: give the text to look for'
         want = text.lower()
-        top = _confine(root, path)
+        top = confine(root, path)
         if isinstance(top, str): return top
         if not top.exists(): return f'error: no such file or folder: {path}'
         files = [top] if top.is_file() else [p for p,is_dir in _walk(root, top) if not is_dir]

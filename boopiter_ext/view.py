@@ -48,11 +48,12 @@ class KernelView:
 
 
 class TerminalView:
-    "A reply printed as plain text while it streams (terminal IPython, bare InteractiveShell)."
+    "A reply printed as plain text while it streams (terminal IPython, bare InteractiveShell); reasoning dimmed first."
     interval = 0.02
 
     def __init__(self, shell, route=None, ledger=None):
-        self.route, self.ledger, self.printed = route, ledger, 0
+        self.route, self.ledger, self.printed, self.thought = route, ledger, 0, 0
+        self.dim = sys.stdout.isatty()
 
     def _write(self, s):
         sys.stdout.write(s)
@@ -60,15 +61,29 @@ class TerminalView:
 
     def waiting(self, model:str, note:str=''): pass
 
+    def _think(self, reply):
+        "Print reasoning as it grows, until the answer starts (a terminal cannot fold it away afterwards)."
+        text = reply.reasoning
+        if self.printed or len(text) <= self.thought: return
+        new = text[self.thought:]
+        if not self.thought: new = 'reasoning: ' + new.lstrip()
+        self._write(f'\x1b[2m{new}\x1b[0m' if self.dim else new)
+        self.thought = len(text)
+
     def update(self, reply):
+        self._think(reply)
         text = reply.answer
+        if text and self.thought and not self.printed: self._write('\n\n')
         self._write(text[self.printed:])
         self.printed = len(text)
 
     def final(self, reply)->dict:
+        if reply.unclosed and self.thought and not self.printed:   # what was printed as reasoning became the answer
+            self.printed = len(reply.answer)
         self.update(reply)
         plain = reply_plain(reply)
         warning = f'\n[warning: {self.ledger["warning"]}]' if (self.ledger or {}).get('warning') else ''
-        self._write(plain[self.printed:] + f'\n[{summary_line(reply)}]{warning}\n')
+        note = f'\n[{reply.note}]' if reply.note else ''
+        self._write(plain[self.printed:] + f'\n[{summary_line(reply)}]{note}{warning}\n')
         data, md = reply_bundle(reply, self.route, self.ledger)
         return dict(output_type='display_data', data=data, metadata=md)

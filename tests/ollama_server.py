@@ -26,6 +26,8 @@ From a shell (for benchmarks and manual poking)::
 """
 
 import argparse
+import base64
+import binascii
 import hashlib
 import itertools
 import json
@@ -190,12 +192,19 @@ def _show_entry(m):
 
 
 def _capability_problem(m, body):
-    """Real Ollama refuses think/tools for models without the capability (400)."""
+    """Real Ollama refuses think/tools for models without the capability (400), and images for a model without
+    vision (its runner's "missing data required for image input"); images must be base64, as Ollama decodes them."""
     caps = m['capabilities']
     if body.get('think') and 'thinking' not in caps:
         return f'"{m["name"]}" does not support thinking'
     if body.get('tools') and 'tools' not in caps:
         return f'registry.ollama.ai/library/{m["name"]} does not support tools'
+    images = [i for msg in body.get('messages') or [] if isinstance(msg, dict) for i in msg.get('images') or []]
+    if images and 'vision' not in caps:
+        return 'this model is missing data required for image input'
+    for i in images:
+        try: base64.b64decode(i, validate=True)
+        except (binascii.Error, TypeError, ValueError): return 'illegal base64 data in images'
     return None
 
 
@@ -333,7 +342,7 @@ class _OpenAIFormat(_ChatFormat):
         delta = {'role': 'assistant', 'content': ''}
         out = self._event(self._chunk([{'index': 0, 'delta': delta, 'finish_reason': reply.done_reason}]))
         if self.usage:
-            out += self._event(self._chunk([], usage=self._usage(stats)))
+            out += self._event(self._chunk([], usage=self._usage(stats, reply)))
         return out + b'data: [DONE]\n\n'
 
     def whole(self, reply, stats):
@@ -341,12 +350,15 @@ class _OpenAIFormat(_ChatFormat):
         if reply.thinking:
             msg['reasoning_content'] = ''.join(reply.thinking)
         choice = {'index': 0, 'message': msg, 'finish_reason': reply.done_reason}
-        return dict(self._chunk([choice], usage=self._usage(stats)), object='chat.completion')
+        return dict(self._chunk([choice], usage=self._usage(stats, reply)), object='chat.completion')
 
     @staticmethod
-    def _usage(stats):
+    def _usage(stats, reply):
         p, c = stats['prompt_eval_count'], stats['eval_count']
-        return {'prompt_tokens': p, 'completion_tokens': c, 'total_tokens': p + c}
+        usage = {'prompt_tokens': p, 'completion_tokens': c, 'total_tokens': p + c}
+        if reply.thinking:   # as OpenAI's reasoning models report it
+            usage['completion_tokens_details'] = {'reasoning_tokens': len(reply.thinking)}
+        return usage
 
     def error_body(self, msg):
         return {'error': {'message': msg, 'type': 'api_error', 'param': None, 'code': None}}

@@ -7,12 +7,12 @@ after a kernel restart. Needs `pip install -e '.[browser]'` and Debian's chromiu
 Set BOOPITER_ARTIFACTS to keep the screenshots.
 """
 
-import importlib.util, json, os, signal, struct, subprocess, sys, time, urllib.request
+import importlib.util, json, os, re, signal, struct, subprocess, sys, time, urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 import nbformat, psutil, pytest
 from conftest import _LEAKY
-from ollama_server import free_port
+from ollama_server import free_port, normalize_model
 
 pytestmark = pytest.mark.slow
 CHROMIUM = '/usr/bin/chromium'
@@ -408,3 +408,123 @@ def test_consent_a_reply_s_code_runs_on_its_run_click_only_and_its_output_joins_
     saved = nbformat.read(path, as_version=4)
     assert saved_reply(saved, ASK)['data']['text/plain'] == SUGGEST
     assert outputs_with(saved.cells[ASK], WIDGET_MIME)                   # the Run buttons' view
+
+
+VISION_THINKER = 'qwen3-vl:2b'   # sees images and reasons: offered by the test server for one test only
+PLOT = ("import matplotlib.pyplot as plt\nimport numpy as np\nx = np.linspace(0, 10, 200)\n"
+        "plt.figure(figsize=(15, 5))\nplt.plot(x, np.where(x < 5, x, 10 - x))\nplt.title('a curve')\nplt.show()")
+ODD = 'What is odd about this curve?'
+FIGURE_CELLS = ['%load_ext boopiter_ext', PLOT, f'%%prompt -m {VISION_THINKER} --think h\n{ODD}']
+FIGURE, ODD_PROMPT = 1, 2
+THOUGHT = ('The figure shows one line titled a curve. It rises from zero to five, then falls back to zero. '
+           'A straight rise and a straight fall meet at a sharp corner at x equals five, so the slope jumps. '
+           'That corner is what the user calls odd.')
+KINK, PEAK_CODE = 'a sharp corner at x = 5', 'import numpy as np\ny = np.where(x < 5, x, 10 - x)\nprint(x[y.argmax()])'
+ODD_REPLY = (f'The curve has **{KINK}**: it rises as \\(y = x\\), then falls as \\(y = 10 - x\\), '
+             f'so its slope jumps from 1 to -1. Find the peak:\n\n```python\n{PEAK_CODE}\n```\n\nIt prints 5.0.')
+C0 = (31, 119, 180)   # matplotlib's first line colour
+# the reasoning section of the prompt cell's output as it streams: its summary, and whether it is open
+LIVE_REASONING = f"""i => {{ const out = {PANEL}.content.widgets[i].outputArea.node;
+    const r = out.querySelector('details.boopiter-reasoning');
+    return {{summary: r?.querySelector('summary').innerText, open: r?.open, done: out.innerText.includes('Reply details')}}; }}"""
+ANSWER_TEXT = "o => { const a = o.cloneNode(true); a.querySelectorAll('details').forEach(d => d.remove()); return a.textContent; }"
+TOKEN_COLOURS = "c => Object.fromEntries(Array.from(c.querySelectorAll('span'), s => [s.textContent, getComputedStyle(s).color]))"
+
+
+def ollama_api(srv, path, body=None):
+    "GET (or POST `body` to) the test server's API, as Ollama's clients do."
+    req = urllib.request.Request(srv.url + path, data=body and json.dumps(body).encode(), method='POST' if body else 'GET')
+    with urllib.request.urlopen(req, timeout=10) as r: return json.load(r)
+
+
+@pytest.fixture
+def vision_thinker(srv):
+    "The session's test server also lists a vision model that reasons, until the test ends."
+    model = normalize_model(dict(name=VISION_THINKER, capabilities=['completion', 'vision', 'thinking', 'tools'],
+                                 context_length=262144))
+    srv.models.append(model)
+    try:
+        assert VISION_THINKER in [m['name'] for m in ollama_api(srv, '/api/tags')['models']]
+        assert {'vision', 'thinking'} <= set(ollama_api(srv, '/api/show', {'model': VISION_THINKER})['capabilities'])
+        yield VISION_THINKER
+    finally: srv.models.remove(model)
+
+
+def sent_images(chat):
+    "The images of a chat request, decoded, in message order."
+    import base64, io
+    from PIL import Image
+    return [Image.open(io.BytesIO(base64.b64decode(i))) for m in chat['messages'] for i in m.get('images') or []]
+
+
+def near(colour, target, tol=40): return sum(abs(a - b) for a,b in zip(colour, target)) <= tol
+
+
+@pytest.mark.parametrize('app', ['lab', 'notebook'])
+def test_vision_model_sees_the_figure_and_its_reasoning_streams_collapsed_above_a_clean_answer(
+        app, page, srv, vision_thinker, tmp_path, request):
+    server = request.getfixturevalue({'lab': 'lab', 'notebook': 'nb7'}[app])
+    page.set_viewport_size({'width': 1280, 'height': 1600})   # the figure and the reply in one screenshot
+    path = write_notebook(server.root/'curve.ipynb', FIGURE_CELLS)
+    srv.script(ODD_REPLY, thinking=THOUGHT, delay=0.03)
+    open_and_run_all(page, server, notebook_url(app, path.name))
+    samples, deadline = [], time.monotonic() + 60
+    while time.monotonic() < deadline:
+        live = page.evaluate(LIVE_REASONING, ODD_PROMPT)
+        if live['done']: break
+        if live['summary']: samples.append(live)
+        time.sleep(0.05)
+    wait_all_ran(page, server)
+    words = len(THOUGHT.split())
+    counts = [int(m[1]) for s in samples if (m := re.fullmatch(r'Reasoning · thinking… (\d+) words?', s['summary']))]
+    assert len(set(counts)) >= 2 and counts == sorted(counts) and counts[-1] <= words, samples   # counted as it streamed
+    assert not any(s['open'] for s in samples), samples                 # collapsed all along
+
+    figure = page.locator('.jp-Notebook .jp-Cell').nth(FIGURE).locator('.jp-OutputArea-output img')
+    shown = figure.evaluate('i => [i.naturalWidth, i.naturalHeight]')
+    assert shown[0] > 1024, shown                                       # the figure, too wide to send as it is
+    chat = srv.last_chat()
+    assert len(srv.chats()) == 1 and chat['model'] == VISION_THINKER and chat['think'] in ('high', True), chat.keys()
+    [image] = sent_images(chat)
+    assert chat['messages'][-1].get('images') and image.format == 'PNG' and max(image.size) == 1024, image
+    assert abs(image.width / image.height - shown[0] / shown[1]) < 0.01, (image.size, shown)   # scaled, not cropped
+    assert any(near(c, C0) for _, c in image.convert('RGB').getcolors(1 << 24)), 'no curve in the image sent'
+
+    out = reply_output(page, ODD_PROMPT)
+    reasoning = out.locator('details.boopiter-reasoning')
+    assert out.evaluate('o => o.firstElementChild.matches("details.boopiter-reasoning")')   # above the answer
+    assert reasoning.evaluate('d => d.open') is False and reasoning.locator('pre').is_hidden()
+    assert reasoning.locator('summary').inner_text().startswith(f'Reasoning · {words} words')
+    assert reasoning.locator('pre').text_content() == THOUGHT and out.text_content().count(THOUGHT) == 1
+    answer = out.evaluate(ANSWER_TEXT)
+    assert KINK in answer and answer.strip().endswith('It prints 5.0.'), answer
+    assert not [s for s in THOUGHT.split('. ') if s.rstrip('.') in answer], answer   # no reasoning in the answer
+    assert '$' not in answer and '\\(' not in answer and '```' not in answer and '**' not in answer, answer
+    assert out.locator('strong').inner_text() == KINK
+    assert out.locator('mjx-container math').all_text_contents() == ['y=x', 'y=10−x']   # typeset by MathJax
+    code = out.locator('pre code.language-python')
+    assert code.inner_text().strip() == PEAK_CODE
+    colours, plain_colour = code.evaluate(TOKEN_COLOURS), code.evaluate('c => getComputedStyle(c).color')
+    assert len({colours['import'], colours['='], plain_colour}) == 3, (colours, plain_colour)   # keyword, operator, name
+    details = out.locator('details:not(.boopiter-reasoning)')
+    assert details.locator('summary').inner_text().startswith(f'Reply details · {VISION_THINKER} ·')
+    assert details.evaluate('d => d.open') is False
+    rows = details.locator('li').all_text_contents()
+    assert 'Reasoning: effort high' in rows, rows
+    assert f'Images: 1 sent ({image.width}×{image.height} (scaled from {shown[0]}×{shown[1]}))' in rows, rows
+
+    shot = artifacts_dir(request, tmp_path)/f'{app}-figure-reasoning.png'
+    shot.unlink(missing_ok=True)
+    cells = page.locator('.jp-Notebook .jp-Cell')
+    top, bottom = cells.nth(FIGURE).bounding_box(), cells.nth(ODD_PROMPT).bounding_box()
+    assert bottom['y'] + bottom['height'] <= 1600, bottom             # all of it in the viewport
+    page.screenshot(path=shot, clip=dict(x=top['x'], y=top['y'], width=top['width'],
+                                         height=bottom['y'] + bottom['height'] - top['y']))
+    check_png(shot, 800, 400, 20000)
+
+    reasoning.locator('summary').click()                                 # the user opens it: the reasoning, in full
+    assert reasoning.locator('pre').inner_text() == THOUGHT
+    save(page)
+    reply = saved_reply(nbformat.read(path, as_version=4), ODD_PROMPT)
+    assert reply['data']['text/plain'] == ODD_REPLY                      # the answer alone, as the next prompt reads it
+    assert reply['metadata']['boopiter']['images'] == [f'{image.width}×{image.height}']

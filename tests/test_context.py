@@ -1,9 +1,11 @@
 import base64
 from boopiter_ext.context import (Cell, build_context, cell_text, clip, context_window, estimate_tokens, order_cells,
-                                  prompt_text, reply_text, IMAGE_TOKENS)
+                                  prompt_text, reply_text)
+from boopiter_ext.images import ImagePicker
 from boopiter_ext.messages import mk_msg, msg_images, msg_text
+from images_util import png_b64
 
-PNG = base64.b64encode(b'\x89PNG\r\n\x1a\n' + b'\0' * 32).decode()
+PNG = png_b64(64, 48)
 
 
 def code(src, *outputs, **kw): return Cell(src, 'code', list(outputs), **kw)
@@ -46,12 +48,13 @@ def test_output_fences_survive_backticks_in_outputs():
 def test_images_go_to_vision_models_and_become_placeholders_otherwise():
     img = dict(output_type='display_data', data={'image/png': PNG, 'text/plain': '<Figure size 640x480 with 1 Axes>'},
                metadata={})
-    text, imgs, _ = cell_text(code('plot()', img), vision=True)
-    assert imgs == [('image/png', PNG)] and '[image: image/png]' in text
-    text, imgs, _ = cell_text(code('plot()', img), vision=False)
+    text, imgs, _ = cell_text(code('plot()', img), pick=ImagePicker(vision=True))
+    assert [(i.mime, i.data) for i in imgs] == [('image/png', PNG)] and '[image: image/png, 64×48]' in text
+    text, imgs, _ = cell_text(code('plot()', img))
     assert imgs == [] and '[image/png output omitted]' in text
     msgs, ledger = build_context([code('plot()', img)], 'What is odd?', vision=True)
     assert msg_images(msgs[-1]) == [PNG] and ledger['images'] == 1
+    assert ledger['items'][0]['images'] == ['64×48']
     assert msgs[-1]['content'][1]['image_url'].startswith('data:image/png;base64,')
 
 
@@ -130,7 +133,6 @@ def test_mk_msg_follows_lisette_conventions():
     assert m['content'][0] == {'type': 'text', 'text': 'look'}
     assert m['content'][1]['image_url'].startswith('data:image/png;base64,')
     assert msg_text(m) == 'look' and len(msg_images(m)) == 1
-    assert IMAGE_TOKENS > 0
 
 
 def test_json_displays_and_odd_outputs_do_not_break_the_context():

@@ -45,7 +45,7 @@ def test_loading_imports_nothing_heavy():
             "ip = InteractiveShell.instance(); ip.run_line_magic('config', 'BoopMagics.warm_up = False')\n"
             "ip.run_line_magic('load_ext', 'boopiter_ext')\n"
             "print(sorted(m for m in ('litellm', 'lisette', 'ipywidgets', 'requests', 'nbformat', 'xllamacpp', "
-            "'openai', 'boopiter_ext.ollama', 'boopiter_ext.catalog') if m in sys.modules))")
+            "'openai', 'PIL', 'markdown_it', 'boopiter_ext.ollama', 'boopiter_ext.catalog') if m in sys.modules))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == '[]', out.stdout + out.stderr
 

@@ -1,10 +1,11 @@
 """The docs execute: the tour on the embedded model (the README's main job), the how-tos on the test server."""
 
-import shutil, subprocess, sys
+import json, re, shutil, subprocess, sys
 from pathlib import Path
 import nbformat, pytest
 from conftest import ROOT
 from ollama_server import free_port
+from images_util import decoded
 from boopiter_ext.run import run_notebook
 
 pytestmark = pytest.mark.slow
@@ -19,7 +20,8 @@ def replies(nb):
 def test_every_notebook_is_tested():
     assert sorted(p.name for p in NBS.glob('*.ipynb')) == ['00_tour.ipynb', '01_context.ipynb',
                                                             '02_models_and_settings.ipynb', '03_brain_menu.ipynb',
-                                                            '04_tools.ipynb', '05_deaddrop.ipynb']
+                                                            '04_tools.ipynb', '05_deaddrop.ipynb',
+                                                            '06_images_and_reasoning.ipynb']
 
 
 def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
@@ -125,3 +127,47 @@ def test_deaddrop_howto_answers_through_files(tmp_path, monkeypatch):
     assert out['data']['text/plain'] == "I read: 'Can you hear me through the dead drop?'. Answered through files."
     md = out['metadata']['boopiter']
     assert (md['model'], md['answered_by'], md['session']) == ('deaddrop/howto', 'howto-bot', 'howto')
+
+
+def test_images_and_reasoning_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    from PIL import Image
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'06.ipynb'
+    shutil.copy(NBS/'06_images_and_reasoning.ipynb', nb_path)
+    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
+    thought, answer = 'Line six adds 3 to sample 120 so it is a bad sample', 'A bad sample: `y[120] += 3`.'
+    srv.script('One sample spikes far above the sine.')
+    srv.script('I cannot see the figure.')
+    srv.script(answer, thinking=thought)
+    srv.script('A sine curve with one spike.')
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    got = replies(nb)
+    assert len(got) == 4 and all(o['metadata']['boopiter']['status'] == 'done' for _,o in got)
+    vision, text_only, thinking, budget = chats = srv.chats()
+    assert [c['model'] for c in chats] == ['gemma3:4b', 'smollm2:135m', 'qwen3:1.7b', 'gemma3:4b']
+    def images(req): return [i for m in req['messages'] for i in m.get('images', [])]
+    # the vision model gets both figures, in notebook order: the inline output as it is, then the linked file, scaled
+    figure = next(c for c in nb.cells if c.cell_type == 'code' and "savefig('curve.png'" in c.source)
+    inline = ''.join(''.join(figure.outputs[0]['data']['image/png']).split())
+    sent = vision['messages'][-1]['images']
+    assert len(sent) == 2 == len(images(vision)) and sent[0] == inline
+    sizes = [decoded(b)[0] for b in sent]
+    assert max(sizes[0]) <= 1024 and sizes[1] == (1024, 512)
+    with Image.open(tmp_path/'curve.png') as im: assert im.size == (1600, 800)   # the linked file, before scaling
+    assert 'Images: 2 sent' in got[0][1]['data']['text/markdown']
+    # the text-only model gets placeholders, and no image at all (real Ollama would refuse the request)
+    assert not any('images' in m for m in text_only['messages'])
+    text = json.dumps(text_only['messages'])
+    assert '[image/png output omitted]' in text and '[curve.png omitted]' in text
+    # reasoning: `think` only for the thinking model; shown collapsed above the answer, never sent back
+    assert thinking.get('think') in (True, 'high') and not any('think' in c for c in (vision, text_only, budget))
+    out = got[2][1]
+    section = re.search(r'<details class="boopiter-reasoning">.*?</details>', out['data']['text/markdown'], re.S)
+    assert section and thought in section.group() and 'Reasoning: effort high' in out['data']['text/markdown']
+    assert out['data']['text/markdown'].index(answer) > section.end()
+    assert out['data']['text/plain'] == answer and thought not in out['data']['text/plain']
+    assert answer in json.dumps(budget, ensure_ascii=False) and thought not in json.dumps(budget, ensure_ascii=False)
+    # max_images = 1, image_size = 512: only the newest image, the linked file, scaled to 512 px
+    assert [decoded(b)[0] for b in images(budget)] == [(512, 256)]
+    assert '[image/png output omitted: too many images]' in json.dumps(budget['messages'])

@@ -26,8 +26,39 @@ def test_think_tag_after_answer_text_is_just_text():
 
 
 def test_unclosed_think_is_shown_not_swallowed():
-    r = feed(['<think>all of it'])
-    assert r.answer == 'all of it' and 'never closed' in r.note
+    r = feed(['<think>all of it', ' and the answer: 42'])
+    assert r.answer == 'all of it and the answer: 42' and 'never closed' in r.note
+    data, _ = reply_bundle(r)
+    assert data['text/plain'] == 'all of it and the answer: 42'                 # what arrived, exactly
+    assert 'boopiter-reasoning' not in data['text/markdown']
+    assert '*(the model opened &lt;think&gt; and never closed it' in data['text/markdown']   # marked, where it is seen
+
+
+def test_unclosed_think_moves_only_its_own_text_and_a_cut_off_one_stays_reasoning():
+    r = Reply('m')
+    r.add_thinking('field reasoning. ')
+    r.add_content('<think>tag text')
+    r.finish('done')
+    assert (r.reasoning, r.answer, r.unclosed) == ('field reasoning. ', 'tag text', True)   # the field's stays apart
+    assert r.reasoning_tokens == (1, False)
+    r = Reply('m')
+    r.add_content('<think>still weighing')
+    r.finish('done', dict(finish_reason='length'))
+    assert (r.answer, r.reasoning) == ('', 'still weighing') and 'cut off while reasoning' in r.note
+    assert reply_plain(r) == ''                                                           # nothing of it goes back
+
+
+def test_unclosed_think_cut_short_stays_reasoning_and_is_kept():
+    r = Reply('m')
+    r.add_content('<think>half a thought')
+    r.finish('interrupted')
+    assert r.answer == '' and r.reasoning == 'half a thought'
+    assert 'half a thought' in reply_markdown(r) and '*(interrupted)*' in reply_markdown(r)
+
+
+def test_a_reply_that_only_reasons_says_so():
+    r = feed(['<think>hmm</think>\n'])
+    assert 'gave no answer; its reasoning is above' in reply_markdown(r)
 
 
 def test_thinking_field_never_mixes_into_the_answer():
@@ -36,7 +67,57 @@ def test_thinking_field_never_mixes_into_the_answer():
     data, md = reply_bundle(r)
     assert data['text/plain'] == 'Yes.'
     assert data['text/markdown'].index('Because reasons.') < data['text/markdown'].index('Yes.')
-    assert '<summary>Reasoning</summary>' in data['text/markdown']
+    assert '<details class="boopiter-reasoning"><summary>Reasoning · 2 words</summary>' in data['text/markdown']
+    assert 'Tokens: 3 completion (of which ~2 reasoning)' in data['text/markdown']   # counted from the stream: marked ~
+    assert md['boopiter']['reasoning_chunks'] == 2 and 'reasoning_tokens' not in md['boopiter']   # a count, not the server's
+
+
+def test_the_reasoning_summary_counts_words_while_streaming_collapsed():
+    r = Reply('m')
+    r.add_thinking('one two three')
+    streaming = reply_markdown(r)
+    assert '<summary>Reasoning · thinking… 3 words</summary>' in streaming and '<details open' not in streaming
+    r.add_content('The answer.')
+    r.finish('done', dict(reasoning_tokens=40, completion_tokens=45))
+    final = reply_markdown(r)
+    assert '<summary>Reasoning · 3 words' in final and 'thinking…' not in final
+    assert 'Tokens: 45 completion (of which 40 reasoning)' in final   # the server's count: exact
+
+
+def test_details_name_the_reasoning_model_effort_and_images():
+    r = feed(['Fine.'])
+    route = dict(name='Ollama', endpoint='http://h:1', effort='h', reasoning_model=True)
+    ledger = dict(items=[], tokens=10, window=4096, image_records=[
+        dict(where='In [1]', what='image/png output', status='sent', size='1024×512', original='2048×1024'),
+        dict(where='In [2]', what='image/png output', status='sent', size='640×480', original=None),
+        dict(where='In [3]', what='plot.png', status='not sent', why="`plot.png` is outside the notebook's folder")])
+    html = details_html(r, route, ledger)
+    assert 'Reasoning: the reasoning model, effort high' in html
+    assert ('Images: 2 sent (1024×512 (scaled from 2048×1024), 640×480); 1 not sent: `plot.png` is outside the '
+            'notebook&#x27;s folder') in html
+    md = reply_bundle(r, route, ledger)[1]['boopiter']
+    assert md['effort'] == 'h' and md['reasoning_model'] == 'm' and md['images'] == ['1024×512', '640×480']
+    assert 'Reasoning:' not in details_html(r, dict(name='Ollama', endpoint='x'))
+
+
+def test_latex_delimiters_become_dollars_outside_code():
+    text = 'Area \\(\\pi r^2\\) and\n\\[\nE = mc^2\n\\]\ncosts $5; `\\(x\\)`\n\n```python\nprint("\\(x\\)")\n```\n'
+    out = safe_markdown(text)
+    assert 'Area $\\pi r^2$ and\n$$\nE = mc^2\n$$' in out and '\\$5' in out
+    assert '`\\(x\\)`' in out and 'print("\\(x\\)")' in out     # code is left as written
+
+
+@pytest.mark.parametrize('prose', [r'Press \[Enter\] to go on', r'- \[ \] todo', r'C:\\[x] and \] back',
+                                   r'\\(not math\\)'])
+def test_escaped_brackets_in_prose_are_not_math(prose):
+    assert '$' not in safe_markdown(prose)
+
+
+def test_code_blocks_keep_their_language_tags():
+    text = '```python\nx = 1\n```\n\n~~~bash\nls\n~~~\n\n```\nplain\n```\n'
+    r = feed([text])
+    md = reply_markdown(r)
+    assert '```python\nx = 1\n```' in md and '~~~bash\nls\n~~~' in md and reply_plain(r) == text
 
 
 def test_pump_throttles_updates_and_counts_tokens():
