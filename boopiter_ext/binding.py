@@ -25,7 +25,7 @@ from .render import MIME_KEY
 from .settings import SETTINGS, THINK_LEVELS, declared_models
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
-BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto')
+BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto', 'reuse')
 LOCAL_PREFIXES = ['local/']   # model ids answered on this machine, so any notebook may choose them
 MAX_CONTEXT = 1 << 20
 VERSION = 1
@@ -119,6 +119,7 @@ def binding_text(binding:dict)->str:
     if 'context_size' in b: bits.append(f'context {b["context_size"]:,} tokens' if b['context_size'] else 'context auto')
     if 'tools' in b: bits.append(f'tools {b["tools"]}')
     if 'auto' in b: bits.append('auto-run tool calls' if b['auto'] else 'tool calls wait for Run')
+    if 'reuse' in b: bits.append('saved replies reused' if b['reuse'] else 'every prompt asks the model')
     return 'boopiter binding · ' + ' · '.join(bits)
 
 

@@ -200,10 +200,12 @@ def order_cells(
         if p is None or p in taken: p = next((i for i in by_source.get(c.source.strip(), []) if i not in taken), None)
         if p is not None: taken.add(p)
         return p
-    cur = place(current) if current is not None else None
+    exact = current is not None and current.cell_id in by_id
+    cur = place(current) if exact else None
+    spots = [(place(c), c) for c in sorted(executed, key=lambda c: c.cell_id not in by_id)]   # exact ids claim first
+    if current is not None and not exact: cur = place(current)   # by its text: after the copies that already ran
     placed, unplaced = [], []
-    for c in sorted(executed, key=lambda c: c.cell_id not in by_id):  # exact id matches claim their places first
-        p = place(c)
+    for p,c in spots:
         if p is None: unplaced.append(c)
         elif cur is None or p < cur:
             if c.origin == 'history' and not c.outputs: c.outputs = saved[p].outputs

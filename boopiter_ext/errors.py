@@ -13,6 +13,8 @@
     ├── NoModel                     nothing configured and nothing reachable (also LookupError)
     ├── SettingsError               a setting has a value that cannot work (also ValueError)
     ├── DeadDropError               a dead-drop session or prompt id is bad, unknown or cancelled (also ValueError)
+    ├── CassetteDrift               replaying, a conversation the cassette has no reply for: re-record (also LookupError)
+    ├── BenchError                  a bench task file or result file that cannot be used (also ValueError)
     └── LocalModelError             the embedded model is missing or failed to start
 
 Each message says what happened and what to do next. In a notebook the error shows as one
@@ -21,7 +23,7 @@ paragraph, never a traceback wall (IPython honours `_render_traceback_`).
 
 __all__ = ['BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaError', 'OllamaUnreachable',
            'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'NoModel', 'SettingsError',
-           'DeadDropError', 'LocalModelError']
+           'DeadDropError', 'CassetteDrift', 'BenchError', 'LocalModelError']
 
 
 class BoopError(Exception):
@@ -44,4 +46,6 @@ class ReplyInterrupted(BoopError): "The user interrupted the kernel while a repl
 class NoModel(BoopError, LookupError): "No model is configured and none is reachable."
 class SettingsError(BoopError, ValueError): "A setting has a value that cannot work."
 class DeadDropError(BoopError, ValueError): "A dead-drop session or prompt id is bad, unknown or cancelled."
+class CassetteDrift(BoopError, LookupError): "Replaying: the cassette has no reply to this conversation; re-record it."
+class BenchError(BoopError, ValueError): "A bench task file or result file that cannot be used; the message says why."
 class LocalModelError(BoopError): "The embedded local model is not installed or failed to start."

@@ -25,7 +25,7 @@ from .binding import binding_bundle, binding_text, clean_binding, saved_binding,
 from .capture import CellRecorder
 from .context import prompt_text, SYSTEM_PROMPT
 from .errors import BoopError, ReplyBroken, ReplyStalled, ReplyInterrupted
-from .models import is_ollama_id, ollama_name, picked_model
+from .models import LOCAL_ID, is_ollama_id, ollama_name, picked_model
 from .settings import SETTINGS, DEFAULTS, THINK_LEVELS, load_settings, public_url, short_source
 
 log = logging.getLogger('boopiter_ext')
@@ -60,6 +60,7 @@ class BoopMagics(Magics):
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
     max_images, image_size, vision_models = _trait('max_images'), _trait('image_size'), _trait('vision_models')
+    reuse, cache_dir, cassette, cassette_file = _trait('reuse'), _trait('cache_dir'), _trait('cassette'), _trait('cassette_file')
     tools, auto, lenient, max_rounds = _trait('tools'), _trait('auto'), _trait('lenient'), _trait('max_rounds')
     unload_others, deaddrop_dir, deaddrop_timeout = _trait('unload_others'), _trait('deaddrop_dir'), _trait('deaddrop_timeout')
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
@@ -204,6 +205,8 @@ class BoopMagics(Magics):
                                                  "hand it the results until it answers (the `auto` setting).")
     @argument('--lenient', action='store_true', help="In auto mode, also take tool calls written as JSON or tags.")
     @argument('--insert', action='store_true', help="Put the reply's python blocks into a new cell below.")
+    @argument('--fresh', action='store_true', help="Ask the model even if this exact question has a saved reply "
+                                                  "(the `reuse` setting, for this cell).")
     @cell_magic
     def prompt(self, line, cell):
         """Ask a model about the notebook so far; the reply streams into this cell's output.
@@ -220,7 +223,8 @@ class BoopMagics(Magics):
         question = prompt_text('%%prompt\n' + cell)
         if not question: raise UsageError('The prompt is empty: write your question on the lines below `%%prompt`.')
         nb = self.notebook()
-        cell = dict(model=args.model, think=args.think, auto=args.auto or None, lenient=args.lenient or None)
+        cell = dict(model=args.model, think=args.think, auto=args.auto or None, lenient=args.lenient or None,
+                    reuse=False if args.fresh else None)
         settings = self.settings(cell, nb)
         if args.lenient and not settings['auto']: raise UsageError('`--lenient` applies to auto mode: add `--auto`.')
         self._answer(question, settings, nb, with_context=not args.no_context, insert=args.insert)
@@ -234,12 +238,16 @@ class BoopMagics(Magics):
         %boop reasoning NAME [l|m|h]   the reasoning model (and effort), switched on; `on`/`off` switch back and forth
         %boop models                   every model in reach, with capabilities
         %boop tools [SOURCE on|off]    the tools offered to the model; `%boop tools auto on` runs guarded calls
+        %boop record | replay          save every model turn to the notebook's cassette, or answer from it offline
+        %boop cassette [off]           the cassette in use, and how many turns it holds; `off` stops both
+        %boop bench --models A,B       score models on a task set: right tools, valid calls, speed (table and chart)
         %boop status                   model, endpoint and settings, each with where it came from
         """
         cmd, _, rest = line.strip().partition(' ')
         handler = getattr(self, f'_boop_{cmd or "menu"}', None)
         if handler is None: raise UsageError(f'Unknown `%boop {cmd}`: try `%boop`, `%boop model NAME`, '
-                                             '`%boop reasoning NAME`, `%boop models`, `%boop tools` or `%boop status`.')
+                                             '`%boop reasoning NAME`, `%boop models`, `%boop tools`, `%boop record`, '
+                                             '`%boop replay`, `%boop cassette`, `%boop bench` or `%boop status`.')
         return handler(rest.strip())
 
     def _boop_menu(self, _):
@@ -301,6 +309,71 @@ class BoopMagics(Magics):
         print(f'offered: {", ".join(offered) or "none"}')
         print('auto: ' + ('on: guarded calls run by themselves' if s['auto'] else 'off: each python block waits for your Run click'))
 
+    def _boop_record(self, arg): self._boop_cassette(arg or 'record')
+    def _boop_replay(self, arg): self._boop_cassette(arg or 'replay')
+
+    def _boop_cassette(self, arg):
+        "`%boop record` / `%boop replay` / `%boop cassette off` set the `cassette` setting for this kernel; bare: say."
+        from .errors import CassetteDrift
+        if arg not in ('', 'record', 'replay', 'off'):
+            raise UsageError('Usage: `%boop record`, `%boop replay`, or `%boop cassette [off]`.')
+        if arg: self.cassette = arg
+        s = self.settings(nb=self.notebook())
+        if s['cassette'] not in ('record', 'replay'): return print('No cassette in use; `%boop record` or `%boop replay`.')
+        try: cassette = self._cassette(s, recording=s['cassette'] == 'record')
+        except CassetteDrift as e: return print(e)
+        models = ', '.join(sorted({t['model'] for t in cassette.turns.values()})) or 'none yet'
+        held = f'{self._shown_path(cassette.path)} ({len(cassette)} turn{"s" * (len(cassette) != 1)}; models: {models})'
+        print(f'Recording every model turn to {held}. Every prompt asks the model; `%boop cassette off` stops.'
+              if s['cassette'] == 'record' else
+              f'Replaying from {held}: no model is asked, and a conversation the cassette has no turn for is refused '
+              '(re-record it).')
+
+    def _shown_path(self, path)->str:
+        "`path` as an output may show it: relative to the notebook's folder when inside it (no home folder in a saved file)."
+        root = self._folder(self.notebook()) or Path.cwd()
+        try: return str(Path(path).resolve().relative_to(root.resolve()))
+        except ValueError: return Path(path).name
+
+    def _boop_bench(self, arg):
+        """`%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient]`: the scorecard as a table and a chart,
+        and a JSON result file (`PREFIX.json`, `PREFIX.png`; by default `bench-<time>` next to the notebook)."""
+        import argparse, shlex, time
+        from .context import SYSTEM_PROMPT
+        from .scorecard import ollama_version, router_clients, run_bench
+        p = argparse.ArgumentParser(prog='%boop bench', add_help=False, exit_on_error=False)
+        p.add_argument('--models', default='')
+        p.add_argument('--tasks')
+        p.add_argument('--out')
+        p.add_argument('--lenient', action='store_true')
+        usage = 'usage: `%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient]`.'
+        try: args, extra = p.parse_known_args(shlex.split(arg))
+        except (argparse.ArgumentError, ValueError) as e: raise UsageError(f'{e}; {usage}') from None
+        if extra: raise UsageError(f'unknown `{" ".join(extra)}`; {usage}')
+        nb, s = self.notebook(), self.settings(nb=self.notebook())
+        models = [m.strip() for m in args.models.split(',') if m.strip()] or [self._answering_model(s)[0]]
+        out = Path(args.out or (self._folder(nb) or Path.cwd())/f'bench-{time.strftime("%Y%m%d-%H%M%S")}')
+        def progress(row): print(f'{row.model:<24} {row.task:<4} {"ok" if row.right else "XX"}  {row.seconds:5.1f} s'
+                                 + (f'  {row.error}' if row.error else ''), flush=True)
+        res = run_bench(models, **router_clients(self.router, s), tasks=args.tasks, namespace=self.shell.user_ns,
+                        max_rounds=s['max_rounds'], lenient=args.lenient or s['lenient'], on_progress=progress,
+                        system='\n\n'.join(p for p in (SYSTEM_PROMPT, s['system_prompt']) if p),
+                        ollama=ollama_version(self.router, s))
+        kernel = hasattr(self.shell, 'kernel')
+        if kernel:
+            from IPython.display import Image, Markdown, display
+            from .render import safe_markdown
+            display(Markdown(safe_markdown(res.markdown())))   # a failed row quotes its server
+        else: print(res.table())
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            saved = [res.save(out.with_suffix('.json'))]
+            try: saved.append(res.chart(out.with_suffix('.png')))
+            except ImportError: print('no chart: matplotlib is not installed (`pip install matplotlib`)')
+        except OSError as e: raise UsageError(f'The scorecard was not saved to {out}: {e.strerror or e}.') from None
+        if kernel and len(saved) > 1: display(Image(filename=str(saved[1])))
+        print('saved: ' + ', '.join(map(self._shown_path, saved)) + ('  (interrupted: the tasks that ran)' if res.cancelled else ''))
+
     def _boop_models(self, _):
         listing = self.catalog.refresh(self.settings(nb=self.notebook()))
         from .catalog import human_size
@@ -354,8 +427,8 @@ class BoopMagics(Magics):
     def _answer(self, question, settings, nb, with_context=True, insert=False):
         "Resolve the model, offer the tools, build the context, and stream the reply (or the tool loop) into this cell."
         router = self.router
-        model, note = router.resolve(settings)
-        info = router.model_info(model, settings)
+        model, note = self._answering_model(settings)
+        info = self._model_info(model, settings, nb)
         self._check_think(model, settings, info)
         effort, effort_note = router.effort(model, settings, info)
         tools = self._offer_tools(settings, nb)
@@ -366,7 +439,8 @@ class BoopMagics(Magics):
         picked, source = picked_model(settings)
         route = dict(router.describe(model, settings), note=note, picked_by=short_source(source), effort=effort,
                      reasoning_model=bool(settings['reasoning'] and settings['reasoning_model'] and source != 'cell option'
-                                          and picked == settings['reasoning_model']))
+                                          and picked == settings['reasoning_model']),
+                     model_info={k: info[k] for k in ('capabilities', 'context_length', 'vision') if info.get(k) is not None})
         if auto: reply = self._tool_loop(question, model, msgs, settings, info, route, ledger, tools)
         else: reply = self._stream(model, msgs, settings, info, route, ledger)
         self._offer_code(reply, tools, insert)
@@ -470,17 +544,50 @@ class BoopMagics(Magics):
         return msgs, ledger
 
     def _stream(self, model, msgs, settings, info, route, ledger, raise_interrupt=True):
-        """Stream the reply into one display and return it; faults keep the partial reply and end as one-paragraph
-        errors. With `raise_interrupt=False` an interrupted reply is returned (marked) instead of raised."""
-        from .stream import Reply, pump
+        """Show the reply to `msgs` in one display and return it: replayed from the cassette, reused from a saved reply
+        to the same request, or streamed from the model (recorded when recording). Faults keep the partial reply
+        and end as one-paragraph errors; with `raise_interrupt=False` an interrupted reply is returned (marked)."""
+        from .replay import request_digest
+        from .stream import Reply
         from .view import ReplyView
-        current, view = self.recorder.current, ReplyView(self.shell, route, ledger)
+        options = dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'])
+        digest, mode = request_digest(model, msgs, options), settings['cassette']
+        route = {**route, 'digest': digest}
+        view = ReplyView(self.shell, route, ledger)
+        if mode == 'replay':
+            reply = Reply.restore(model, self._cassette(settings).reply(digest, model))
+            self._shown(view.final(reply))
+            return reply
+        if settings['reuse'] and mode != 'record' and (saved := self._saved_reply(digest, settings)) is not None:
+            from .render import reply_bundle, reused_bundle
+            from .replay import saved_snapshot
+            reply = Reply.restore(model, saved_snapshot(saved))   # drawn again by the renderer: a file's HTML never is
+            self._shown(view.show(*reused_bundle(*reply_bundle(reply, route, ledger))))
+            return reply
+        reply, output = self._ask(model, msgs, settings, info, view, raise_interrupt)
+        if reply.status == 'done':
+            if mode == 'record':
+                self._cassette(settings, recording=True).add(digest, model, options, reply.snapshot(), route.get('model_info'))
+            if settings['cache_dir']:
+                from .replay import DiskCache
+                DiskCache(settings['cache_dir']).put(digest, output)
+        return reply
+
+    def _shown(self, output):
+        "Record a reply output shown in this cell (the next prompt's context reads it); return it."
+        if self.recorder.current is not None: self.recorder.current.outputs.append(output)
+        return output
+
+    def _ask(self, model, msgs, settings, info, view, raise_interrupt=True)->tuple:
+        "(reply, output): the model's reply streamed into `view`; faults keep the partial reply and raise one paragraph."
+        from .stream import Reply, pump
+        current = self.recorder.current
         view.waiting(model, 'starting the embedded model' if model.startswith('local/') and not self.router.local.url else '')
         reply, events, err = Reply(model), None, None
         try:
             meta = dict(notebook=str(self.notebook() or ''), cell_id=getattr(current, 'cell_id', None))
-            events = self.router.chat(model, msgs, settings, info, num_ctx=ledger['window'], meta=meta)
-            route.update(self.router.describe(model, settings))   # the embedded model's address is known once started
+            events = self.router.chat(model, msgs, settings, info, num_ctx=view.ledger['window'], meta=meta)
+            view.route.update(self.router.describe(model, settings))   # the embedded model's address is known once started
             pump(events, reply, view.update, view.interval)
             reply.finish('done')
         except KeyboardInterrupt:
@@ -493,12 +600,54 @@ class BoopMagics(Magics):
         finally:
             if events is not None: events.close()   # hangs up if the stream is still open
             if reply.status == 'streaming': reply.finish('error')   # a bug escaped: keep what arrived anyway
-            output = view.final(reply)
-            if current is not None: current.outputs.append(output)
+            output = self._shown(view.final(reply))
         if err is not None and (raise_interrupt or not isinstance(err, ReplyInterrupted)):
             if reply.chunks and not isinstance(err, ReplyInterrupted): err.args = (f'{err} The partial reply is kept above.',)
             raise err
-        return reply
+        return reply, output
+
+    # -- reproducible replies (replay.py): the reply cache and cassettes
+    def _saved_reply(self, digest, settings)->dict|None:
+        "A finished reply to this exact request: shown in this kernel, saved in the notebook, or in `cache_dir`."
+        from .notebook import saved_cells
+        from .replay import DiskCache, find_saved_reply
+        nb = self.notebook()
+        found = find_saved_reply(digest, self.recorder.cells(), saved_cells(nb) if nb else None,
+                                 cell_id=getattr(self.recorder.current, 'cell_id', None))
+        if found is None and settings['cache_dir']: found = DiskCache(settings['cache_dir']).get(digest)
+        return found
+
+    def _cassette(self, settings, recording=False):
+        from .replay import Cassette, cassette_path
+        return Cassette(cassette_path(self.notebook(), settings['cassette_file']), recording)
+
+    def _answering_model(self, settings):
+        "(model, note): the picked model, else `Router.resolve`'s; replaying with none picked, the one that was recorded."
+        if settings['cassette'] == 'replay' and not picked_model(settings)[0]:
+            if (auto := self._cassette(settings).auto_model): return auto, 'the model that answered when recording'
+        model, note = self.router.resolve(settings)
+        if model == LOCAL_ID and note:   # Ollama is out of reach: the model that answered before keeps its saved replies
+            from .notebook import saved_cells
+            from .replay import saved_auto_model
+            nb = self.notebook()
+            if (before := saved_auto_model(self.recorder.cells(), saved_cells(nb) if nb else None)) not in (None, LOCAL_ID):
+                return before, (f'{note.partition(",")[0]}; {before} answered these prompts before, so its saved replies '
+                                'are shown again (a changed prompt needs it running)')
+        if note and settings['cassette'] == 'record':
+            cassette = self._cassette(settings, recording=True)
+            cassette.auto_model = model
+            cassette.save()
+        return model, note
+
+    def _model_info(self, model, settings, nb)->dict:
+        "What the model says of itself; replaying, what it said when recorded; offline, what a saved reply noted."
+        from .notebook import saved_cells
+        from .replay import saved_model_info
+        if settings['cassette'] == 'replay' and (info := self._cassette(settings).models.get(model)) is not None: return info
+        try: return self.router.model_info(model, settings)
+        except BoopError:
+            if (info := saved_model_info(model, self.recorder.cells(), saved_cells(nb) if nb else None)) is None: raise
+            return info
 
     def _check_think(self, model, settings, info):
         "A `--think` the model cannot take is refused; one from the settings is left out, with a note in the details."

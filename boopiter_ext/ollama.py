@@ -128,6 +128,10 @@ class OllamaClient:
         return OllamaError(f'Ollama at {self.where} answered HTTP {r.status_code}: {msg}', host=self.where,
                            model=model, status=r.status_code, body=msg)
 
+    def version(self)->str:
+        "The server's version (`/api/version`)."
+        return str(self._get('/api/version').get('version') or '')
+
     def tags(self)->list:
         "Every model on the server (`/api/tags`), sorted by name (Ollama's own order is unstable)."
         models = sorted(self._get('/api/tags').get('models', []), key=lambda m: str(m.get('name', '')).lower())

@@ -17,7 +17,7 @@ http(s) or mailto. Code blocks are left exactly as written.
 """
 
 __all__ = ['safe_markdown', 'close_fences', 'reply_markdown', 'reply_plain', 'reply_metadata', 'reply_bundle',
-           'details_html', 'summary_line', 'MIME_KEY']
+           'reused_bundle', 'details_html', 'summary_line', 'MIME_KEY']
 
 import re
 from html import escape
@@ -270,7 +270,11 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
               tokens_per_s=None if not reply.tokens_per_s else round(reply.tokens_per_s, 1),
               answered_by=info.get('answered_by'), session=info.get('session'), prompt_id=info.get('prompt_id'),
               effort=route.get('effort') or None, reasoning_model=reply.model if route.get('reasoning_model') else None,
-              **{'reasoning_tokens' if reply.reasoning_tokens[1] else 'reasoning_chunks': reply.reasoning_tokens[0] or None})
+              **{'reasoning_tokens' if reply.reasoning_tokens[1] else 'reasoning_chunks': reply.reasoning_tokens[0] or None},
+              digest=route.get('digest'), model_info=route.get('model_info') or None,
+              reasoning=reply.reasoning or None, note=reply.note or None,   # so a reused reply is drawn again, safely
+              tool_calls=info.get('tool_calls') or None,
+              reasoning_s=None if reply.reasoning_s is None else round(reply.reasoning_s, 3))
     if (images := [r['size'] for r in (ledger or {}).get('image_records', []) if r['status'] == 'sent']): md['images'] = images
     if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped', 'warning') if k in ledger}
     return {MIME_KEY: {k: v for k,v in md.items() if v is not None}}
@@ -280,6 +284,22 @@ def reply_bundle(reply, route:dict=None, ledger:dict=None)->tuple:
     "(data, metadata) for a display: the same two mime types on every update."
     return ({'text/markdown': reply_markdown(reply, route, ledger), 'text/plain': reply_plain(reply)},
             reply_metadata(reply, route, ledger))
+
+
+REUSED = ('Reused: the saved reply to this same conversation (same model, options and context), so no model was '
+          'asked; `%%prompt --fresh` asks again')
+
+
+def reused_bundle(data:dict, metadata:dict)->tuple:
+    """A saved reply drawn again, marked as reused in its details; marking a reused one again changes nothing. (A
+    cassette's replies are not marked: a replayed notebook must come out exactly as it was recorded.)"""
+    md, head = data.get('text/markdown', ''), '<details><summary>Reply details · '
+    at = md.rfind(head)
+    if at >= 0 and not md.startswith(head + 'reused · ', at):
+        md = md[:at] + md[at:].replace(head, head + 'reused · ', 1).replace('<ul>', f'<ul><li>{escape(REUSED)}</li>', 1)
+    meta = dict(metadata or {})
+    meta[MIME_KEY] = {**meta.get(MIME_KEY, {}), 'reused': True}
+    return {**data, 'text/markdown': md}, meta
 
 
 _STEP_MARK = {'ok': '✓', 'flagged': '⚠'}

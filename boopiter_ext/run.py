@@ -2,6 +2,8 @@
 
     boopiter-run nbs/00_tour.ipynb                 # prints each %%prompt and its reply
     boopiter-run nbs/00_tour.ipynb -o tour.ipynb   # also saves the executed notebook
+    boopiter-run analysis.ipynb --record           # saves every model turn to analysis.cassette.json
+    boopiter-run analysis.ipynb --replay           # answers from it: offline, deterministic (CI)
 
 It runs the notebook in its own folder with nbclient, and sets `BOOPITER_NOTEBOOK` so the kernel
 knows which file it is running (cell order, settings.ini lookup). The original file is never written.
@@ -37,6 +39,7 @@ def run_notebook(
     output:Path=None,      # Where to save the executed copy (None: don't save)
     timeout:int=600,       # Seconds allowed per cell
     write=sys.stdout.write,# Where to print prompts and replies
+    cassette:str='',       # 'record' or 'replay' the notebook's cassette (`BOOPITER_CASSETTE`); '' leaves it as set
 )->bool:                   # True if every cell ran without error
     "Execute `path` headless, printing each prompt cell's question and reply as the cell finishes."
     import nbformat
@@ -48,7 +51,8 @@ def run_notebook(
                             resources={'metadata': {'path': str(path.parent)}},
                             on_cell_executed=lambda cell, **kw: _show_cell(cell, write))
     ok = True
-    try: client.execute(env={**os.environ, 'BOOPITER_NOTEBOOK': str(path)})
+    env = {**os.environ, 'BOOPITER_NOTEBOOK': str(path), **({'BOOPITER_CASSETTE': cassette} if cassette else {})}
+    try: client.execute(env=env)
     except CellExecutionError: ok = False
     if output: nbformat.write(nb, output)
     return ok
@@ -59,9 +63,14 @@ def main(argv=None):
     p.add_argument('notebook', type=Path)
     p.add_argument('-o', '--output', type=Path, help='save the executed notebook here')
     p.add_argument('--timeout', type=int, default=600, help='seconds allowed per cell (default 600)')
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument('--record', action='store_const', const='record', dest='cassette',
+                      help="save every model turn to the notebook's cassette (NOTEBOOK.cassette.json)")
+    mode.add_argument('--replay', action='store_const', const='replay', dest='cassette',
+                      help='answer every prompt from the cassette, asking no model; a changed prompt fails the run')
     args = p.parse_args(argv)
     if not args.notebook.is_file(): p.error(f'no notebook at {args.notebook}')
-    sys.exit(0 if run_notebook(args.notebook, args.output, args.timeout) else 1)
+    sys.exit(0 if run_notebook(args.notebook, args.output, args.timeout, cassette=args.cassette or '') else 1)
 
 
 if __name__ == '__main__': main()

@@ -9,7 +9,8 @@ Precedence, highest first (`load_settings`):
 4. the project's `settings.ini`: the nearest one with a `[boopiter]` section, walking up from the notebook's folder;
 5. the user's `~/.config/boopiter/settings.ini` (`$XDG_CONFIG_HOME` is honoured);
 6. kernel configuration present at load: `c.BoopMagics.model = 'qwen3'` in `ipython_config.py`;
-7. the environment: `OLLAMA_HOST` for `host`;
+7. the environment: `OLLAMA_HOST` for `host` (`BOOPITER_CASSETTE` for `cassette` ranks right after `%config`: a CI
+   run's choice beats settings files);
 8. the built-in default.
 
 So a project's file beats a user's machine-wide defaults, and what you type in the notebook beats both.
@@ -59,6 +60,14 @@ SETTINGS = dict(  # key: (type, default, help)
     deaddrop_timeout=(float, 0.0, "Seconds to wait for a dead-drop reply to grow before giving up. 0: wait for ever."),
     unload_others=(bool, True, "After a pick changes, unload every other model Ollama holds in memory (ones other "
                                "programs loaded too), keeping the standard and reasoning picks."),
+    reuse=(bool, True, "Show the saved reply again, without asking, when a prompt asks the same model exactly what it "
+                       "was asked before (same options, same context); `%%prompt --fresh` asks anyway."),
+    cache_dir=(str, '', "A folder that keeps every reply by its request digest too, so replies outlive the notebook's "
+                        "outputs. Empty: replies are kept in the notebook only."),
+    cassette=(str, '', "`record`: save every model turn to the cassette; `replay`: answer every request from it, "
+                       "refusing one it has no turn for; `off` (or empty): neither. `BOOPITER_CASSETTE=replay` in the "
+                       "environment sets it for a CI run, over settings files."),
+    cassette_file=(str, '', "The cassette's file. Empty: `<notebook>.cassette.json` next to the notebook."),
     clip=(int, 4000, "Characters kept from each cell output; the middle of longer outputs is cut, with a marker."),
     max_images=(int, 8, "Most images sent with one prompt to a vision model; the newest are kept, older ones become "
                         "placeholders. 0: none."),
@@ -154,15 +163,18 @@ def load_settings(
     environ = os.environ if environ is None else environ
     proj, user = project_ini(start), user_ini(environ)
     pvals, pwarn = read_ini(proj) if proj else ({}, [])
-    if 'deaddrop_dir' in pvals:   # where your notebook's context is written is yours to choose, not a repository's
-        del pvals['deaddrop_dir']
-        pwarn.append(f'{proj}: `deaddrop_dir` ignored: set it in your own settings ({user}) or BOOPITER_DEADDROP_DIR')
+    for key in ('deaddrop_dir', 'cache_dir', 'cassette_file'):   # where your prompts and replies are written (and
+        if key in pvals:                                        # read back from) is yours to choose, not a repository's
+            del pvals[key]
+            pwarn.append(f'{proj}: `{key}` ignored: set it in your own settings ({user})'
+                         + (' or BOOPITER_DEADDROP_DIR' if key == 'deaddrop_dir' else ''))
     if 'api_key_env' in pvals:   # a cloned repository must not pick which of your variables goes to its server
         del pvals['api_key_env']
         pwarn.append(f'{proj}: `api_key_env` ignored: name the key variable in your own settings '
                      f'({user}) or with `%config BoopMagics.api_key_env`')
     uvals, uwarn = read_ini(user) if user.is_file() else ({}, [])
     res = resolve_settings(('cell option', cell), ('notebook binding', binding), ('%config', runtime),
+                           ('BOOPITER_CASSETTE', dict(cassette=environ.get('BOOPITER_CASSETTE'))),   # a run's own choice
                            (str(proj), pvals), (str(user), uvals), ('c.BoopMagics', config),
                            ('OLLAMA_HOST', dict(host=environ.get('OLLAMA_HOST'))))
     res.warnings, res.project = pwarn + uwarn, str(proj) if proj else None

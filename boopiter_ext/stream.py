@@ -34,7 +34,7 @@ class Reply:
         self.chunks, self.reasoning_chunks, self.status, self.note = 0, 0, 'streaming', ''
         self._in_think, self._held, self._started = False, '', False   # _started: the answer has non-space text
         self._opened = None   # (reasoning parts, reasoning chunks) when a `<think>` tag opened
-        self.unclosed = False
+        self.unclosed, self.fixed = False, {}   # fixed: timings of a replayed reply, as they were measured
 
     @property
     def answer(self)->str: return ''.join(self.parts)
@@ -109,7 +109,9 @@ class Reply:
     @property
     def completion_tokens(self)->int: return self.info.get('completion_tokens') or self.chunks
     @property
-    def ttft(self)->float|None: return None if self.first_token_at is None else self.first_token_at - self.started
+    def ttft(self)->float|None:
+        if 'ttft' in self.fixed: return self.fixed['ttft']
+        return None if self.first_token_at is None else self.first_token_at - self.started
 
     @property
     def reasoning_tokens(self)->tuple:
@@ -120,14 +122,34 @@ class Reply:
     @property
     def reasoning_s(self)->float|None:
         "Seconds spent reasoning before the answer began, when there was reasoning."
+        if 'reasoning_s' in self.fixed: return self.fixed['reasoning_s']
         if not self.reasoning_chunks or self.first_token_at is None: return None
         return (self.answer_at or self.ended_at or monotonic()) - self.first_token_at
 
     @property
     def tokens_per_s(self)->float|None:
+        if 'tokens_per_s' in self.fixed: return self.fixed['tokens_per_s']
         if self.first_token_at is None or self.ended_at is None: return None
         dt = self.ended_at - self.first_token_at
         return self.completion_tokens / dt if dt > 0 else None
+
+
+    def snapshot(self)->dict:
+        "Everything showing this reply again needs: texts, counts, how it ended, and its timings as measured."
+        return dict(answer=self.answer, reasoning=self.reasoning, status=self.status, note=self.note, info=self.info,
+                    chunks=self.chunks, reasoning_chunks=self.reasoning_chunks, unclosed=self.unclosed,
+                    ttft=self.ttft, reasoning_s=self.reasoning_s, tokens_per_s=self.tokens_per_s)
+
+    @classmethod
+    def restore(cls, model:str, snap:dict)->'Reply':
+        "A finished reply from a `snapshot` (a cassette's turn, a saved output): it renders as it did when recorded."
+        r = cls(model)
+        r.parts, r.reasoning_parts = [snap.get('answer', '')], [snap.get('reasoning', '')]
+        r.info, r.note, r.unclosed = dict(snap.get('info') or {}), snap.get('note', ''), snap.get('unclosed', False)
+        r.chunks, r.reasoning_chunks = snap.get('chunks', 0), snap.get('reasoning_chunks', 0)
+        r.fixed = {k: snap.get(k) for k in ('ttft', 'reasoning_s', 'tokens_per_s')}
+        r.status, r.ended_at = snap.get('status', 'done'), monotonic()
+        return r
 
 
 def pump(
@@ -149,3 +171,4 @@ def pump(
             update(reply)
             next_at = now + interval
     return reply
+

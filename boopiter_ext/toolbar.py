@@ -2,7 +2,7 @@
 with no extension and no CDN.
 
     model [qwen3:1.7b 🔧🧠 · 1.4 GB ▾]  (reasoning)  [qwen3:8b 🔧🧠 · 5.2 GB ▾]  auto L M H
-    keep [default ▾]  context [auto ▾]  ⟳
+    keep [default ▾]  context [auto ▾]  ⟳  (reuse replies)
     🔧 tools  [x] kernel  [x] files  (auto-run)
     answering: qwen3:1.7b (notebook binding) · 40,960-token context · 1.4 GB · models: 3 ollama, 1 local
 
@@ -53,6 +53,9 @@ class Toolbar:
         self.context = W.Dropdown(description='context', layout=W.Layout(width='150px'), style=dict(description_width='52px'),
                                   tooltip='Context window (num_ctx); auto sizes it to each prompt')
         self.refresh_button = W.Button(icon='refresh', tooltip='List the models again', layout=W.Layout(width='36px'))
+        self.reuse = W.ToggleButton(description='reuse replies', icon='recycle', layout=W.Layout(width='130px'),
+                                    tooltip='Show the saved reply again when a prompt asks exactly what it asked before '
+                                            '(off: every prompt asks the model)')
         # the wrench menu: which tool sources the model is offered, and whether guarded calls run by themselves
         self.sources = {name: W.Checkbox(description=name, indent=False, tooltip=doc, layout=W.Layout(width='auto'))
                         for name,(_, _, doc) in SOURCES.items()}
@@ -63,13 +66,15 @@ class Toolbar:
         self.status = W.HTML()
         self.status.add_class('boopiter-status')
         self.widget = W.VBox([W.HBox([self.model, self.use_reasoning, self.reasoning_model, self.effort]),
-                              W.HBox([self.keep_alive, self.context, self.refresh_button]), tools_row, self.status])
+                              W.HBox([self.keep_alive, self.context, self.refresh_button, self.reuse]), tools_row,
+                              self.status])
         self.widget.add_class('boopiter-toolbar')
         self._widgets = [self.widget, *self.widget.children, *[c for b in self.widget.children[:3] for c in b.children]]
         for w,key in ((self.model, 'model'), (self.reasoning_model, 'reasoning_model'), (self.use_reasoning, 'reasoning'),
                       (self.effort, 'think'), (self.keep_alive, 'keep_alive'), (self.context, 'context_size')):
             w.observe(lambda change, key=key: self._picked(key, change['new']), names='value')
         self.auto.observe(lambda change: self._picked('auto', change['new']), names='value')
+        self.reuse.observe(lambda change: self._picked('reuse', change['new']), names='value')
         for box in self.sources.values(): box.observe(lambda change: self._picked_sources(), names='value')
         self.refresh_button.on_click(lambda _: self.refresh())
         self._options = {}
@@ -134,6 +139,7 @@ class Toolbar:
         for name,box in self.sources.items(): self._set(box, value=bool(chosen.get(name)))
         self._set(self.auto, value=bool(s['auto']))
         self.auto.button_style = 'warning' if s['auto'] else ''
+        self._set(self.reuse, value=bool(s['reuse']))
         self.use_reasoning.button_style = 'info' if s['reasoning'] else ''
         self.reasoning_model.disabled = self.effort.disabled = len(thinkers) == 1 and not s['reasoning_model']
         html = self._status_html(s, listing)

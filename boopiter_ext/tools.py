@@ -21,7 +21,8 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
 
 __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
-           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting', 'user_variables', 'is_tool', 'confine']
+           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting', 'user_variables', 'is_tool', 'confine',
+           'unofferable']
 
 import builtins, fnmatch, inspect, keyword, logging, os, re, reprlib, types
 from dataclasses import dataclass, field
@@ -220,9 +221,18 @@ def _describe(name, v):
 _SECRET_NAME = re.compile(r'key|token|secret|passw|credential', re.I)
 
 
+def _kernel_machinery(k, v):
+    "The kernel's own callables in the namespace (ipykernel's `open` wrapper, IPython's `display`): not the user's data."
+    if not callable(v): return False
+    builtin = getattr(builtins, k, None)
+    return builtin is not None and (v is builtin or getattr(v, '__wrapped__', None) is builtin) \
+        or str(getattr(v, '__module__', '') or '').startswith(('IPython.', 'ipykernel.'))
+
+
 def _user_vars(ns):
     for k,v in sorted(ns.items()):
         if k.startswith('_') or k in _KERNEL_NAMES or isinstance(v, types.ModuleType) or is_tool(v): continue
+        if _kernel_machinery(k, v): continue
         yield k, v
 
 
@@ -307,6 +317,17 @@ def _named(fn):
 def _blocked(fn):
     "Never offered: command execution by name, or anything from the modules that run commands or touch the system."
     return _named(fn) and fn.__name__.lower() in NEVER_OFFERED or getattr(fn, '__module__', None) in _NEVER_MODULES
+
+
+def unofferable(
+    fn,  # Anything from the user's namespace
+)->str:  # Why it can never be a tool ('' if it can be)
+    "The reason `fn` is no tool: not a named function, a builtin's name, command execution, or the kernel's own."
+    if not callable(fn): return f'a {type(fn).__name__}, not a function'
+    if not _named(fn): return 'not a function with a name the model can call (a `def` that shadows no builtin)'
+    if _blocked(fn): return 'never offered to the model (command execution, or a system module)'
+    if fn.__name__ in _KERNEL_NAMES or _kernel_machinery(fn.__name__, fn): return "the kernel's own, not a tool"
+    return ''
 
 
 def add_tool(

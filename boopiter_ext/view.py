@@ -37,6 +37,11 @@ class KernelView:
     def update(self, reply):
         self._publish(*reply_bundle(reply, self.route, self.ledger))
 
+    def show(self, data:dict, md:dict)->dict:
+        "Show a finished reply as it was saved (a reused one); return it as an nbformat output."
+        self._publish(data, md)
+        return dict(output_type='display_data', data=data, metadata=md)
+
     def final(self, reply)->dict:
         "Send the last update (always, with the exact full text) and return it as an nbformat output."
         if reply.status != 'done' and not reply.answer and not reply.reasoning:
@@ -60,6 +65,11 @@ class TerminalView:
         sys.stdout.flush()
 
     def waiting(self, model:str, note:str=''): pass
+
+    def show(self, data:dict, md:dict)->dict:
+        "Print a saved reply again (a reused one), marked so."
+        self._write(data.get('text/plain', '') + '\n[reused: the saved reply to this same conversation]\n')
+        return dict(output_type='display_data', data=data, metadata=md)
 
     def _think(self, reply):
         "Print reasoning as it grows, until the answer starts (a terminal cannot fold it away afterwards)."

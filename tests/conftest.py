@@ -12,7 +12,7 @@ os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] = 'True'
 from ollama_server import OllamaTestServer  # noqa: E402
 from kernels import KernelSession           # noqa: E402
 
-_LEAKY = ('OLLAMA_HOST', 'JPY_SESSION_NAME', 'BOOPITER_NOTEBOOK', 'OPENAI_API_KEY', 'OPENAI_BASE_URL')
+_LEAKY = ('OLLAMA_HOST', 'JPY_SESSION_NAME', 'BOOPITER_NOTEBOOK', 'BOOPITER_CASSETTE', 'OPENAI_API_KEY', 'OPENAI_BASE_URL')
 
 
 @pytest.fixture(autouse=True)

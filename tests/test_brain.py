@@ -160,13 +160,14 @@ def test_headless_run_all_uses_the_binding_saved_in_the_notebook(srv, tmp_path, 
     before = path.read_bytes()
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
     monkeypatch.setenv('BOOPITER_NOTEBOOK', str(path))
-    for _ in range(2):   # Run All, then Run All again on the executed notebook (a fresh kernel each time)
+    for run in range(2):   # Run All, then Run All again on the executed notebook (a fresh kernel each time)
         srv.reset()
         nb = nbformat.read(path, as_version=4)
         NotebookClient(nb, timeout=60, resources=dict(metadata=dict(path=str(tmp_path)))).execute()
-        assert [c['model'] for c in srv.chats()] == ['smollm2:135m']
+        assert [c['model'] for c in srv.chats()] == ['smollm2:135m'][:1 - run]   # the second run reuses the saved reply
         reply = next(o for o in nb.cells[3].outputs if o['metadata'].get('boopiter', {}).get('reply'))
         assert reply['metadata']['boopiter']['model_source'] == 'notebook binding'
+        assert reply['metadata']['boopiter'].get('reused', False) == bool(run) and reply['metadata']['boopiter']['model'] == 'smollm2:135m'
         binding = next(o for o in nb.cells[1].outputs if MIME in o.get('data', {}))
         assert binding['data'][MIME] == bound   # shown again as picked, time included, the host dropped
         assert path.read_bytes() == before   # the open notebook is never written by the extension

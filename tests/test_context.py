@@ -146,3 +146,13 @@ def test_json_displays_and_odd_outputs_do_not_break_the_context():
 def test_token_estimate_does_not_undercount_cjk():
     assert estimate_tokens('a' * 400) == 101
     assert estimate_tokens('数据分析' * 100) >= 400          # a 4-characters-per-token guess would say 100
+
+
+def test_a_repeated_prompt_without_cell_ids_sees_the_copies_above_it():
+    "nbclient sends no cell ids: the prompt running is placed by its text, after the copies that already ran."
+    saved = [code('x = 1'), Cell('%%prompt\nContinue.', 'prompt'), code('y = 2'), Cell('%%prompt\nContinue.', 'prompt')]
+    ran = [code('x = 1', exec_count=1), Cell('%%prompt\nContinue.', 'prompt', [reply_out('Part one.')], exec_count=2),
+           code('y = 2', exec_count=3)]
+    current = Cell('%%prompt\nContinue.', 'prompt', exec_count=4)
+    cells = order_cells(ran + [current], saved, current)
+    assert [c.source for c in cells] == ['x = 1', '%%prompt\nContinue.', 'y = 2']

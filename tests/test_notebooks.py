@@ -21,7 +21,7 @@ def test_every_notebook_is_tested():
     assert sorted(p.name for p in NBS.glob('*.ipynb')) == ['00_tour.ipynb', '01_context.ipynb',
                                                             '02_models_and_settings.ipynb', '03_brain_menu.ipynb',
                                                             '04_tools.ipynb', '05_deaddrop.ipynb',
-                                                            '06_images_and_reasoning.ipynb']
+                                                            '06_images_and_reasoning.ipynb', '07_reproducible.ipynb']
 
 
 def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
@@ -171,3 +171,65 @@ def test_images_and_reasoning_howto_on_the_test_server(srv, tmp_path, monkeypatc
     # max_images = 1, image_size = 512: only the newest image, the linked file, scaled to 512 px
     assert [decoded(b)[0] for b in images(budget)] == [(512, 256)]
     assert '[image/png output omitted: too many images]' in json.dumps(budget['messages'])
+
+
+def test_reproducible_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'07_reproducible.ipynb'
+    shutil.copy(NBS/'07_reproducible.ipynb', nb_path)
+    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
+    def block(code): return f'```python\n{code}\n```'
+    fresh = '17.5% of 2340 is 409.5.'
+    bench = [block("calculator('2340 * 0.175')"), '409.5.', 'I answer questions about your notebook.',   # qwen3: pct, hi
+             'It is about 400.', block("create_ticket('Say hello back')"), 'Hello! I can help.']       # smollm2: pct, hi
+    for r in ['It adds the three prices: 19.75, so the total is right.', '409.5', fresh] + bench: srv.script(r)
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    chats = srv.chats()
+    # three prompts asked (the copy was reused), then the bench: 3 round trips per model
+    assert [c['model'] for c in chats] == ['qwen3:1.7b'] * 6 + ['smollm2:135m'] * 3
+    about, alone, again = chats[:3]
+    assert "'3 items, 19.75 in total'" in about['messages'][-1]['content'] and about['options']['num_predict'] == 200
+    assert [m['role'] for m in alone['messages']] == ['system', 'user'] and alone['messages'][-1]['content'] == 'What is 17.5% of 2340?'
+    assert (again['messages'], again['options']) == (alone['messages'], alone['options'])   # --fresh: the same request, asked
+    assert all('def calculator(' in c['messages'][0]['content'] for c in chats[3:])
+    got = [(src.splitlines()[0], o) for src,o in replies(nb)]
+    assert [s for s,_ in got] == ['%%prompt -m qwen3:1.7b', '%%prompt -m qwen3:1.7b --no-context',
+                                  '%%prompt -m qwen3:1.7b --no-context', '%%prompt -m qwen3:1.7b --no-context --fresh']
+    md = [o['metadata']['boopiter'] for _,o in got]
+    assert [m.get('reused', False) for m in md] == [False, False, True, False] and all(m['status'] == 'done' for m in md)
+    assert md[1]['digest'] == md[2]['digest'] == md[3]['digest'] != md[0]['digest']
+    first, copy = got[1][1], got[2][1]
+    assert copy['data']['text/plain'] == first['data']['text/plain'] == '409.5' and got[3][1]['data']['text/plain'] == fresh
+    assert 'Reply details · reused · ' in copy['data']['text/markdown'] and 'reused' not in first['data']['text/markdown']
+    cell = {c.source.splitlines()[0]: c for c in nb.cells if c.cell_type == 'code'}
+    def text(key): return ''.join(o.get('text', '') for o in cell[key].outputs)
+    cassette = tmp_path/'07_reproducible.cassette.json'
+    assert text('%boop record').startswith('Recording every model turn to 07_reproducible.cassette.json (0 turns')
+    assert text('%boop cassette off').startswith('No cassette in use') and not cassette.exists()   # nothing recorded
+    benched = cell['%boop bench --models qwen3:1.7b,smollm2:135m --tasks my_tasks.json --out my_scores'].outputs
+    scorecard = next(o['data']['text/markdown'] for o in benched if 'text/markdown' in o.get('data', {}))
+    for line in ('| pct | C | What is 17.5% of 2340? | `C   ok` | `-   XX` |', '| right tools | 2/2 | 0/2 |',
+                 '| hi | - | Hi! In one sentence, what can you help me with? | `-   ok` | `T   XX` |',
+                 '| calls a guard stopped | 0 | 1 |', '| model round trips | 3 | 3 |',
+                 '| claims | completion, tools, thinking | completion · no tools |'):
+        assert line in scorecard, scorecard
+    assert any('image/png' in o.get('data', {}) for o in benched)   # the chart
+    saved = json.loads((tmp_path/'my_scores.json').read_text())
+    assert [m['totals']['right'] for m in saved['models']] == [2, 0] and saved['tasks']['source'] == 'my_tasks.json'
+    assert (tmp_path/'my_scores.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    table = text('from boopiter_ext.scorecard import load_result')
+    assert 'pct C   C   ok       -   XX' in table and '[create_ticket not requested]' in table
+
+    # Run All again, headless, on the executed notebook: the prompts ask nothing but --fresh; the bench measures again
+    srv.reset()
+    for r in [fresh] + bench: srv.script(r)
+    assert run_notebook(tmp_path/'out.ipynb', tmp_path/'again.ipynb', write=lambda s: None)
+    chats2 = srv.chats()
+    assert len(chats2) == 1 + len(bench) and chats2[0]['messages'] == again['messages']
+    assert all('def calculator(' in c['messages'][0]['content'] for c in chats2[1:])
+    got2 = [o for _,o in replies(nbformat.read(tmp_path/'again.ipynb', as_version=4))]
+    assert [o['metadata']['boopiter'].get('reused', False) for o in got2] == [True, True, True, False]
+    # the newest saved reply to a request is the one shown: the --fresh cell's, for the two cells above it
+    assert [o['data']['text/plain'] for o in got2] == [got[0][1]['data']['text/plain'], fresh, fresh, fresh]
+    assert all('Reply details · reused · ' in o['data']['text/markdown'] for o in got2[:3])

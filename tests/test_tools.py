@@ -427,3 +427,11 @@ def test_public_names():
                if not k.startswith('_') and getattr(v, '__module__', '') == tools.__name__}
     assert defined == set(tools.__all__) - {'SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED'}
     assert all(hasattr(tools, k) for k in tools.__all__)
+
+
+def test_the_kernels_own_callables_are_not_user_variables():
+    import functools
+    from boopiter_ext.tools import user_variables
+    wrapped_open = functools.wraps(open)(lambda *a, **kw: open(*a, **kw))   # what ipykernel puts in the namespace
+    ns = dict(open=wrapped_open, print=print, prices=[3, 4], shadow=lambda: 1)
+    assert list(user_variables(ns)) == ['prices', 'shadow']

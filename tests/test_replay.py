@@ -1,0 +1,299 @@
+"""Reproducible notebooks: the request digest, saved replies reused, cassettes recorded and replayed offline."""
+
+import json
+import nbformat, pytest
+from ollama_server import OllamaTestServer
+from boopiter_ext.context import Cell
+from boopiter_ext.errors import CassetteDrift
+from boopiter_ext.messages import mk_msg
+from boopiter_ext.render import reply_bundle, reused_bundle
+from boopiter_ext.replay import (CASSETTE_FORMAT, Cassette, DiskCache, cassette_path, clean_snapshot, find_saved_reply,
+                                 request_digest, saved_model_info, saved_snapshot)
+from boopiter_ext.run import run_notebook
+from boopiter_ext.stream import Reply
+
+MODEL = 'qwen3:1.7b'
+
+
+def msgs(*texts): return [mk_msg('system prompt', 'system')] + [mk_msg(t) for t in texts]
+
+
+def test_the_digest_ignores_run_counters_and_sees_everything_else():
+    d = request_digest(MODEL, msgs('In [3]:\n```python\nx\n```\n<object at 0x7f3a9c2b1d90>'), dict(num_ctx=4096))
+    assert d.startswith('sha256:') and len(d) == 71
+    assert d == request_digest(MODEL, msgs('In [12]:\n```python\nx\n```\n<object at 0x7f00dead1234>'), dict(num_ctx=4096))
+    others = [request_digest('qwen3:8b', msgs('In [3]:\n```python\nx\n```'), dict(num_ctx=4096)),
+              request_digest(MODEL, msgs('In [3]:\n```python\ny\n```'), dict(num_ctx=4096)),
+              request_digest(MODEL, msgs('In [3]:\n```python\nx\n```'), dict(num_ctx=8192)),
+              request_digest(MODEL, msgs('In [3]:\n```python\nx\n```'), dict(num_ctx=4096, think='h')),
+              request_digest(MODEL, [mk_msg(['look', b'\x89PNG\r\n\x1a\nA'])], {}),
+              request_digest(MODEL, [mk_msg(['look', b'\x89PNG\r\n\x1a\nB'])], {})]
+    assert len({d, *others}) == 7
+    tb = 'Cell In[7], line 2\n  File /tmp/ipykernel_4242/31337.py:2\nZeroDivisionError'
+    assert request_digest(MODEL, msgs(tb), {}) == request_digest(MODEL, msgs(tb.replace('[7]', '[9]').replace('4242', '77')), {})
+    for a, b in [('What is 0xFF00FF in decimal?', 'What is 0x00FF00 in decimal?'),   # numbers the user wrote count
+                 ('mask = 0xFFFF0000', 'mask = 0x0000FFFF'), ('Output:\nIn [3] of the log', 'Output:\nIn [4] of the log')]:
+        assert request_digest(MODEL, msgs(a), {}) != request_digest(MODEL, msgs(b), {})
+
+
+def reply_cell(answer, digest, status='done', model=MODEL, **md):
+    out = dict(output_type='display_data', data={'text/plain': [answer[:3], answer[3:]], 'text/markdown': answer},
+               metadata={'boopiter': dict(reply=True, digest=digest, status=status, model=model, **md)})
+    return Cell('%%prompt\nq', 'prompt', [out])
+
+
+def test_saved_replies_are_found_by_digest_newest_first_finished_only():
+    kernel = [reply_cell('older', 'sha256:a'), reply_cell('cut short', 'sha256:b', status='interrupted')]
+    saved = [reply_cell('saved', 'sha256:a'), reply_cell('other', 'sha256:c', model_info=dict(vision=True))]
+    assert find_saved_reply('sha256:a', kernel, saved)['data']['text/plain'] == 'older'      # this kernel's first
+    assert find_saved_reply('sha256:a', [], saved)['data']['text/plain'] == 'saved'          # list texts joined
+    assert find_saved_reply('sha256:b', kernel, saved) is None                              # interrupted: asked again
+    assert saved_model_info(MODEL, kernel, saved) == dict(vision=True) and saved_model_info('x', saved) is None
+    mine = reply_cell('my own', 'sha256:a')
+    mine.cell_id = 'c7'
+    assert find_saved_reply('sha256:a', kernel, [mine] + saved, cell_id='c7')['data']['text/plain'] == 'my own'
+
+
+def test_a_restored_reply_renders_exactly_as_recorded():
+    r = Reply(MODEL)
+    r.add_thinking('weighing ')
+    r.add_content('The answer.')
+    r.finish('done', dict(finish_reason='stop', prompt_tokens=12))
+    again = Reply.restore(MODEL, json.loads(json.dumps(r.snapshot())))   # through a JSON file and back
+    assert reply_bundle(again, dict(name='Ollama')) == reply_bundle(r, dict(name='Ollama'))
+
+
+def test_reused_is_marked_once_in_the_details():
+    r = Reply(MODEL)
+    r.add_content('Fine.')
+    r.finish('done')
+    data, md = reply_bundle(r, {}, None)
+    once = reused_bundle(data, md)
+    assert once == reused_bundle(*once) and once[0]['text/plain'] == 'Fine.' and once[1]['boopiter']['reused']
+    assert '<summary>Reply details · reused · ' in once[0]['text/markdown'] and '--fresh' in once[0]['text/markdown']
+
+
+def test_cassettes_round_trip_and_refuse_what_they_do_not_have(tmp_path):
+    path = cassette_path(tmp_path/'analysis.ipynb')
+    assert path == tmp_path/'analysis.cassette.json' and cassette_path(None, '~/x.json').name == 'x.json'
+    c = Cassette(path)
+    c.add('sha256:1', MODEL, dict(num_ctx=4096), dict(answer='one'), dict(capabilities=['completion'], vision=False))
+    c.add('sha256:2', MODEL, {}, dict(answer='two'))
+    c.add('sha256:1', MODEL, {}, dict(answer='one again'))   # re-recorded: replaced, not doubled
+    d = json.loads(path.read_text())
+    assert list(d) == ['format', 'version', 'models', 'auto_model', 'turns'] and d['format'] == CASSETTE_FORMAT
+    assert [t['digest'] for t in d['turns']] == ['sha256:2', 'sha256:1']
+    back = Cassette(path)
+    assert back.reply('sha256:1', MODEL) == dict(answer='one again', info={}) and back.models[MODEL]['vision'] is False
+    with pytest.raises(CassetteDrift, match=r'has no reply from qwen3:1.7b to this exact conversation \(2 turns of it '
+                                            r'recorded\).*Re-record: `%boop record`'):
+        back.reply('sha256:3', MODEL)
+    path.write_text('{"format": "something else"}')
+    with pytest.raises(CassetteDrift, match='not a boopiter cassette'): Cassette(path)
+
+
+def test_disk_cache_keeps_outputs_by_digest(tmp_path):
+    cache = DiskCache(tmp_path/'cache')
+    assert cache.get('sha256:ab') is None
+    cache.put('sha256:ab', dict(output_type='display_data', data={'text/plain': 'hi'}, metadata={}))
+    assert cache.get('sha256:ab')['data'] == {'text/plain': 'hi'} and (tmp_path/'cache'/'ab.json').exists()
+
+
+# -- in real kernels, headless
+
+CELLS = ['%load_ext boopiter_ext', 'x = 6 * 7', f'%%prompt -m {MODEL}\nWhat is x?', 'y = x + 1',
+         f'%%prompt -m {MODEL}\nAnd y?', f'%%prompt -m {MODEL}\nAnd both?']
+
+
+def notebook(path, cells=CELLS):
+    nb = nbformat.v4.new_notebook(metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3',
+                                                            'language': 'python'}})
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in cells]
+    nbformat.write(nb, path)
+    return path
+
+
+def replies(path):
+    return [o for c in nbformat.read(path, as_version=4).cells for o in c.get('outputs', [])
+            if o.get('metadata', {}).get('boopiter', {}).get('reply')]
+
+
+@pytest.mark.slow
+def test_run_all_twice_asks_nothing_the_second_time_and_a_change_invalidates_only_what_is_below(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    for text in ('x is 42.', 'y is 43.', 'Both: 42 and 43.'): srv.script(text)
+    first = notebook(tmp_path/'nb.ipynb')
+    assert run_notebook(first, tmp_path/'run1.ipynb', write=lambda s: None)
+    assert len(srv.chats()) == 3
+    srv.reset()
+    assert run_notebook(tmp_path/'run1.ipynb', tmp_path/'run2.ipynb', write=lambda s: None)
+    assert srv.chats() == []                                                # Run All again: no model asked
+    again = replies(tmp_path/'run2.ipynb')
+    assert [o['data']['text/plain'] for o in again] == ['x is 42.', 'y is 43.', 'Both: 42 and 43.']
+    assert all(o['metadata']['boopiter']['reused'] and 'Reply details · reused · ' in o['data']['text/markdown']
+               for o in again)
+    assert run_notebook(tmp_path/'run2.ipynb', tmp_path/'run3.ipynb', write=lambda s: None)
+    assert replies(tmp_path/'run3.ipynb') == again                          # stable: no diff from run to run
+    nb = nbformat.read(tmp_path/'run2.ipynb', as_version=4)
+    nb.cells[3].source = 'y = x + 2'                                        # a cell between the first and second prompt
+    nbformat.write(nb, tmp_path/'changed.ipynb')
+    srv.script('y is 44.'); srv.script('Both: 42 and 44.')
+    assert run_notebook(tmp_path/'changed.ipynb', tmp_path/'run4.ipynb', write=lambda s: None)
+    assert [c['messages'][-1]['content'].rpartition('\n')[2] for c in srv.chats()] == ['And y?', 'And both?']
+    assert [o['metadata']['boopiter'].get('reused', False) for o in replies(tmp_path/'run4.ipynb')] == [True, False, False]
+
+
+@pytest.mark.slow
+def test_saved_replies_come_back_with_no_server_at_all(tmp_path, monkeypatch):
+    with OllamaTestServer() as server:
+        monkeypatch.setenv('OLLAMA_HOST', server.host)
+        server.script('x is 42.')
+        assert run_notebook(notebook(tmp_path/'nb.ipynb', CELLS[:3]), tmp_path/'run1.ipynb', write=lambda s: None)
+    assert run_notebook(tmp_path/'run1.ipynb', tmp_path/'run2.ipynb', write=lambda s: None)   # the server is gone
+    [reply] = replies(tmp_path/'run2.ipynb')
+    assert reply['data']['text/plain'] == 'x is 42.' and reply['metadata']['boopiter']['reused']
+
+
+@pytest.mark.slow
+def test_in_a_live_kernel_a_rerun_reuses_and_fresh_or_the_toolbar_switch_asks_again(kernel, srv):
+    kernel.run('x = 6 * 7')
+    srv.script('x is 42.')
+    kernel.run(f'%%prompt -m {MODEL}\nWhat is x?', cell_id='p1')
+    res = kernel.run(f'%%prompt -m {MODEL}\nWhat is x?', cell_id='p1')   # a new execution count: the same request
+    assert len(srv.chats()) == 1 and res.reply['metadata']['boopiter']['reused']
+    srv.script('Still 42.')
+    res = kernel.run(f'%%prompt -m {MODEL} --fresh\nWhat is x?', cell_id='p1')
+    assert len(srv.chats()) == 2 and res.reply['data']['text/plain'] == 'Still 42.'
+    kernel.run('%boop')
+    switch = kernel.widget(_model_name='ToggleButtonModel', description='reuse replies')[0]
+    assert kernel.widgets[switch]['value'] is True
+    kernel.set_widget(switch, value=False)
+    kernel.run(f'%%prompt -m {MODEL}\nWhat is x?', cell_id='p1')
+    assert len(srv.chats()) == 3 and 'every prompt asks the model' in kernel.run('%boop status').text
+
+
+TOOL_CELLS = ['%load_ext boopiter_ext', 'prices = [3, 4]',
+              f'%%prompt -m {MODEL} --think h\nWhat is in prices?',
+              f'%%prompt -m {MODEL} --auto\nWhich variables do I have? Use the tool.']
+
+
+def script_tool_run(server):
+    server.script('It holds 3 and 4.', thinking='Look at the cell above.')
+    server.script('```python\nlist_variables()\n```')
+    server.script('You have `prices`.')
+
+
+def loop_outputs(path):
+    "Every reply and tool-loop output (the Run buttons' widgets differ from run to run by their model ids)."
+    return [o for c in nbformat.read(path, as_version=4).cells for o in c.get('outputs', [])
+            if o.get('metadata', {}).get('boopiter') and 'binding' not in o['metadata']['boopiter']]
+
+
+@pytest.mark.slow
+def test_record_then_replay_offline_gives_identical_outputs_and_a_changed_prompt_is_refused(tmp_path, monkeypatch):
+    nb = notebook(tmp_path/'tools.ipynb', TOOL_CELLS)
+    with OllamaTestServer() as server:
+        monkeypatch.setenv('OLLAMA_HOST', server.host)
+        script_tool_run(server)
+        assert run_notebook(nb, tmp_path/'recorded.ipynb', write=lambda s: None, cassette='record')   # boopiter-run --record
+        assert len(server.chats()) == 3
+    cassette = json.loads((tmp_path/'tools.cassette.json').read_text())
+    assert len(cassette['turns']) == 3 and cassette['models'][MODEL]['context_length'] == 40960
+    assert cassette['turns'][0]['reply']['reasoning'] == 'Look at the cell above.'
+    monkeypatch.setenv('BOOPITER_CASSETTE', 'replay')   # the server is stopped: only the cassette answers
+    assert run_notebook(nb, tmp_path/'replayed.ipynb', write=lambda s: None)
+    recorded, replayed = loop_outputs(tmp_path/'recorded.ipynb'), loop_outputs(tmp_path/'replayed.ipynb')
+    assert len(recorded) == 5 and replayed == recorded   # 3 replies, the round's call and the loop's trace, exactly
+    trace = next(o['metadata']['boopiter']['tool_loop'] for o in replayed if 'tool_loop' in o['metadata']['boopiter'])
+    assert trace['stop'] == 'answered' and [s['status'] for s in trace['steps']] == ['ok']   # the tool really ran again
+    changed = notebook(tmp_path/'tools.ipynb', TOOL_CELLS[:2] + [TOOL_CELLS[2].replace('in prices', 'in prices, exactly')])
+    assert not run_notebook(changed, tmp_path/'refused.ipynb', write=lambda s: None)
+    [err] = [o for c in nbformat.read(tmp_path/'refused.ipynb', as_version=4).cells for o in c.outputs
+             if o['output_type'] == 'error']
+    assert err['ename'] == 'CassetteDrift' and 'Re-record: `%boop record`' in err['evalue'] and len(err['traceback']) == 1
+
+
+@pytest.mark.slow
+def test_a_cache_folder_keeps_replies_for_another_kernel(srv, tmp_path):
+    from kernels import KernelSession
+    setup = ['%load_ext boopiter_ext', f"%config BoopMagics.cache_dir = '{tmp_path/'replies'}'", 'x = 6 * 7']
+    srv.script('x is 42.')
+    for n in range(2):   # two kernels, no notebook file: only the folder can remember
+        with KernelSession(tmp_path, env={'OLLAMA_HOST': srv.host}) as k:
+            for src in setup: assert k.run(src).status == 'ok'
+            res = k.run(f'%%prompt -m {MODEL}\nWhat is x?')
+            assert res.reply['data']['text/plain'] == 'x is 42.' and res.reply['metadata']['boopiter'].get('reused', False) == bool(n)
+    assert len(srv.chats()) == 1 and len(list((tmp_path/'replies').glob('*.json'))) == 1
+
+
+def test_what_a_file_says_is_cleaned_before_it_is_shown_again():
+    hostile = dict(answer=['not', 'text'], reasoning='<script>x()</script>', status=7, info=dict(finish_reason=3,
+                   prompt_tokens=5, evil='x'), ttft='soon', chunks=True)
+    assert clean_snapshot(hostile) == dict(reasoning='<script>x()</script>', info=dict(prompt_tokens=5))
+    out = dict(output_type='display_data', metadata={'boopiter': dict(reply=True, reasoning='hm', completion_tokens=9,
+                                                                       tokens_per_s=12.5, finish_reason='stop')},
+               data={'text/plain': 'Fine <img src=x onerror=alert(1)>', 'text/markdown': '<script>alert(1)</script>'})
+    snap = saved_snapshot(out)
+    assert snap['answer'] == 'Fine <img src=x onerror=alert(1)>' and snap['tokens_per_s'] == 12.5
+    data, md = reused_bundle(*reply_bundle(Reply.restore(MODEL, snap), {}, None))
+    assert '<script>' not in data['text/markdown'] and '<img src' not in data['text/markdown']   # drawn again, defused
+    assert 'Fine' in data['text/markdown'] and md['boopiter']['reused']
+
+
+def test_two_writers_keep_each_others_turns_and_an_unreadable_cassette_is_set_aside_when_recording(tmp_path):
+    path = tmp_path/'nb.cassette.json'
+    a, b = Cassette(path), Cassette(path)   # two kernels, each with its own view of the file
+    for i in range(3):
+        a.add(f'sha256:a{i}', MODEL, {}, dict(answer=f'a{i}'))
+        b.add(f'sha256:b{i}', MODEL, {}, dict(answer=f'b{i}'))
+    assert len(Cassette(path)) == 6
+    stamp = json.loads(path.read_text())['turns'][0]['recorded_at']
+    a.add('sha256:a0', MODEL, {}, dict(answer='a0'))     # recorded again, the same reply: kept as it was (no git noise)
+    assert [t['recorded_at'] for t in json.loads(path.read_text())['turns'] if t['digest'] == 'sha256:a0'] == [stamp]
+    path.write_text('<<<<<<< HEAD\n')                     # a merge conflict
+    with pytest.raises(CassetteDrift, match='cannot be read.*delete or fix it'): Cassette(path)
+    assert len(Cassette(path, recording=True)) == 0 and (tmp_path/'nb.cassette.json.bak').read_text() == '<<<<<<< HEAD\n'
+
+
+def test_a_runs_cassette_choice_beats_settings_files_and_off_beats_the_environment(tmp_path, monkeypatch):
+    from boopiter_ext.settings import load_settings
+    (tmp_path/'settings.ini').write_text('[boopiter]\ncassette = replay\ncache_dir = /tmp/elsewhere\n'
+                                         'cassette_file = /tmp/x.json\n')
+    monkeypatch.setenv('BOOPITER_CASSETTE', 'record')
+    s = load_settings(start=tmp_path)
+    assert s['cassette'] == 'record' and s['cache_dir'] == '' and s['cassette_file'] == ''   # not a repository's choice
+    assert any('`cache_dir` ignored' in w for w in s.warnings) and any('`cassette_file` ignored' in w for w in s.warnings)
+    assert load_settings(runtime=dict(cassette='off'), start=tmp_path)['cassette'] == 'off'
+
+
+@pytest.mark.slow
+def test_prompts_below_a_traceback_and_with_no_model_picked_are_reused_with_no_server(tmp_path, monkeypatch):
+    cells = ['%load_ext boopiter_ext', 'import traceback\ntry:\n    1/0\nexcept ZeroDivisionError:\n    traceback.print_exc()',
+             '%%prompt\nWhy does it fail?']
+    with OllamaTestServer() as server:
+        monkeypatch.setenv('OLLAMA_HOST', server.host)
+        server.script('Division by zero.')
+        assert run_notebook(notebook(tmp_path/'nb.ipynb', cells), tmp_path/'run1.ipynb', write=lambda s: None)
+        [first] = replies(tmp_path/'run1.ipynb')
+        assert first['metadata']['boopiter']['model_source'] == 'auto' and 'ipykernel_' in server.last_chat()['messages'][-1]['content']
+    assert run_notebook(tmp_path/'run1.ipynb', tmp_path/'run2.ipynb', write=lambda s: None)   # new kernel pid, no server
+    [again] = replies(tmp_path/'run2.ipynb')
+    assert again['metadata']['boopiter']['reused'] and again['data']['text/plain'] == 'Division by zero.'
+    assert again['metadata']['boopiter']['model'] == first['metadata']['boopiter']['model']   # not the embedded model
+
+
+@pytest.mark.slow
+def test_a_lenient_loop_of_native_tool_calls_is_reused_round_by_round(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    cells = ['%load_ext boopiter_ext', 'prices = [3, 4]',
+             f'%%prompt -m {MODEL} --auto --lenient\nWhich variables do I have? Use the tool.']
+    srv.script('', tool_calls=[dict(function=dict(name='list_variables', arguments={}))])
+    srv.script('You have `prices`.')
+    assert run_notebook(notebook(tmp_path/'nb.ipynb', cells), tmp_path/'run1.ipynb', write=lambda s: None)
+    assert len(srv.chats()) == 2
+    srv.reset()
+    assert run_notebook(tmp_path/'run1.ipynb', tmp_path/'run2.ipynb', write=lambda s: None)
+    assert srv.chats() == []
+    trace = next(o['metadata']['boopiter']['tool_loop'] for c in nbformat.read(tmp_path/'run2.ipynb', as_version=4).cells
+                 for o in c.outputs if 'tool_loop' in o.get('metadata', {}).get('boopiter', {}))
+    assert trace['stop'] == 'answered' and [s['status'] for s in trace['steps']] == ['ok']   # the tool ran again
