@@ -100,8 +100,13 @@ def find_saved_reply(
         for cells in sources:
             for o, md in reversed(list(_reply_outputs(c for c in cells or [] if not own or c.cell_id == cell_id))):
                 if md.get('digest') == digest and md.get('status') == 'done' and isinstance(o.get('data'), dict):
-                    return {**o, 'data': {k: ''.join(map(str, v)) if isinstance(v, list) else v for k,v in o['data'].items()}}
+                    return _joined(o)
     return None
+
+
+def _joined(o):
+    "An output with its multi-line texts joined (nbformat saves them as lists of lines)."
+    return {**o, 'data': {k: ''.join(map(str, v)) if isinstance(v, list) else v for k,v in o['data'].items()}}
 
 
 _SNAPSHOT = dict(answer=str, reasoning=str, status=str, note=str, info=dict, chunks=int, reasoning_chunks=int,
@@ -122,7 +127,8 @@ def clean_snapshot(d)->dict:
 def saved_snapshot(output:dict)->dict:
     """A saved reply output as a snapshot: the answer from `text/plain`, the rest from its metadata. Its saved
     Markdown is never shown again as it is (it could be anything: a notebook is a file anyone can write)."""
-    md = output['metadata'].get('boopiter', {})
+    md = (output.get('metadata') or {}).get('boopiter')
+    md = md if isinstance(md, dict) else {}
     return clean_snapshot(dict(answer=output['data'].get('text/plain', ''), reasoning=md.get('reasoning', ''),
                                note=md.get('note', ''), chunks=md.get('completion_tokens', 0),
                                reasoning_chunks=md.get('reasoning_chunks', 0), ttft=md.get('ttft_s'),
@@ -162,7 +168,7 @@ class DiskCache:
     def get(self, digest:str)->dict|None:
         try: o = json.loads(self._path(digest).read_text(encoding='utf-8'))
         except (OSError, ValueError): return None
-        return o if isinstance(o, dict) and isinstance(o.get('data'), dict) else None
+        return _joined(o) if isinstance(o, dict) and isinstance(o.get('data'), dict) else None
 
     def put(self, digest:str, output:dict): _write_json(self._path(digest), output)
 
