@@ -133,7 +133,6 @@ class Reply:
         dt = self.ended_at - self.first_token_at
         return self.completion_tokens / dt if dt > 0 else None
 
-
     def snapshot(self)->dict:
         "Everything showing this reply again needs: texts, counts, how it ended, and its timings as measured."
         return dict(answer=self.answer, reasoning=self.reasoning, status=self.status, note=self.note, info=self.info,
@@ -171,4 +170,3 @@ def pump(
             update(reply)
             next_at = now + interval
     return reply
-
