@@ -14,19 +14,18 @@ notebook cannot point prompts at another server or carry a secret. Hosts, endpoi
 from settings and the environment.
 """
 
-__all__ = ['BINDING_MIME', 'BINDING_KEYS', 'LOCAL_PREFIXES', 'clean_binding', 'screen_binding', 'binding_text',
+__all__ = ['BINDING_MIME', 'BINDING_KEYS', 'clean_binding', 'screen_binding', 'binding_text',
            'binding_bundle', 'saved_binding', 'stamp']
 
 import json, re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from .models import is_ollama_id
+from .models import route_name
 from .render import MIME_KEY
 from .settings import SETTINGS, THINK_LEVELS, declared_models
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
 BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto', 'reuse')
-LOCAL_PREFIXES = ['local/']   # model ids answered on this machine, so any notebook may choose them
 MAX_CONTEXT = 1 << 20
 VERSION = 1
 _TOOLS = re.compile(r'[\w\-, ]{1,200}')   # tool source names
@@ -74,14 +73,14 @@ def _session_exists(model, settings):
     from . import deaddrop as dd
     sid = model.partition('/')[2]
     root = dd.deaddrop_root(setting=settings['deaddrop_dir'], create=False)
-    return (root/'prompts').is_dir() if sid == 'claude' else sid in dict(dd.list_sessions(root)) if root.is_dir() else False
+    return (root/'prompts').is_dir() if sid == 'claude' else dd.is_session(root, sid)
 
 
 def _may_choose(model, settings):
-    "Whether a saved notebook may choose `model`: only ids answered by servers the user configured."
-    if model.startswith('deaddrop/'): return _session_exists(model, settings)
-    return (model.startswith(tuple(LOCAL_PREFIXES)) or is_ollama_id(model)
-            or model.startswith('openai/') and bool(settings['api_base'])
+    "Whether a saved notebook may choose `model`: only ids answered on this machine or by servers the user configured."
+    route = route_name(model)
+    if route == 'deaddrop': return _session_exists(model, settings)
+    return (route in ('local', 'ollama') or model.startswith('openai/') and bool(settings['api_base'])
             or model in declared_models(settings))
 
 

@@ -7,13 +7,13 @@ Sources, in menu order, each giving ids that `%%prompt -m` understands:
   as `openai/NAME`;
 - `declared`: the litellm ids named by the `models` setting;
 - `local`: the tiny embedded model, there so everything works out of the box;
-- `deaddrop`: sessions answered by another process (a later module registers it with `register_source`).
+- `deaddrop`: sessions answered by another process (`boopiter-deaddrop new ID`).
 
 A source that fails keeps its last good entries, marked offline with the reason, so an Ollama that is
 down greys the menu instead of blanking it. Sources are asked in parallel.
 """
 
-__all__ = ['ModelEntry', 'Listing', 'Catalog', 'SOURCES', 'register_source', 'human_size']
+__all__ = ['ModelEntry', 'Listing', 'Catalog', 'SOURCES', 'human_size']
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -119,14 +119,6 @@ def deaddrop_source(router, settings)->list:
 
 SOURCES = dict(ollama=ollama_source, endpoint=endpoint_source, declared=declared_source, local=local_source,
                deaddrop=deaddrop_source)
-
-
-def register_source(
-    name:str,  # Shown in problems; entries from the source say it too
-    fn,        # fn(router, settings) -> list of ModelEntry; raise to report the source as down
-):
-    "Add a model source to every catalog (the dead-drop sessions use this)."
-    SOURCES[name] = fn
 
 
 def _reason(e):

@@ -33,7 +33,7 @@ Followers poll (every 0.25 s by default) and read only the bytes appended since 
 deleted by the notebook side.
 """
 
-__all__ = ['REPLY_INSTRUCTION', 'DONE', 'deaddrop_root', 'valid_session', 'valid_prompt_id', 'new_session',
+__all__ = ['REPLY_INSTRUCTION', 'DONE', 'deaddrop_root', 'valid_session', 'is_session', 'valid_prompt_id', 'new_session',
            'list_sessions', 'drop_prompt', 'find_pending', 'follow_reply', 'cancel', 'drop_legacy', 'follow_legacy',
            'next_prompt', 'await_prompt', 'reply_stream', 'show', 'ago', 'main']
 
@@ -99,10 +99,20 @@ def _order(pid): return int(pid.partition('-')[0]), pid
 def _session(root, sid): return Path(root)/valid_session(sid)
 
 
+def is_session(
+    root:Path,  # The dead-drop root
+    sid:str,    # A session id, trusted or not
+)->bool:
+    "Whether `sid` is a session someone opened under `root`: a valid id whose folder holds `inbox/` and `outbox/`."
+    try: d = _session(root, sid)
+    except DeadDropError: return False
+    return (d/'inbox').is_dir() and (d/'outbox').is_dir()
+
+
 def _inbox(root, sid):
     "The session's inbox, or a `DeadDropError` saying how to start the session."
     d = _session(root, sid)
-    if not (d/'inbox').is_dir() or not (d/'outbox').is_dir():
+    if not is_session(root, sid):
         raise DeadDropError(f'No dead-drop session {sid!r} in {root}; start one with `boopiter-deaddrop new {sid}`',
                             session=sid)
     return d/'inbox'
@@ -138,8 +148,7 @@ def list_sessions(
     "The sessions under `root`: folders with a valid id holding both `inbox/` and `outbox/`."
     root, now = Path(root), time.time()
     if not root.is_dir(): return []
-    ds = [d for d in root.iterdir() if _SID.fullmatch(d.name) and '..' not in d.name and d.name.lower() not in _RESERVED
-          and (d/'inbox').is_dir() and (d/'outbox').is_dir()]
+    ds = [d for d in root.iterdir() if is_session(root, d.name)]
     return sorted((d.name, max(0.0, now - _last_active(d))) for d in ds)
 
 

@@ -151,6 +151,14 @@ def resolve_settings(
     return Settings({k: values.get(k, DEFAULTS[k]) for k in SETTINGS}, {k: source.get(k, 'default') for k in SETTINGS})
 
 
+# Settings a project's settings.ini may not set: where your prompts and replies are written (and read back from),
+# and which of your variables is sent to its server as a key, are yours to choose, not a cloned repository's.
+_YOURS_ONLY = dict(
+    deaddrop_dir='set it in your own settings ({user}) or BOOPITER_DEADDROP_DIR',
+    cache_dir='set it in your own settings ({user})', cassette_file='set it in your own settings ({user})',
+    api_key_env='name the key variable in your own settings ({user}) or with `%config BoopMagics.api_key_env`')
+
+
 def load_settings(
     cell:dict=None,     # Options given to this `%%prompt` cell
     binding:dict=None,  # The notebook's saved binding
@@ -163,15 +171,10 @@ def load_settings(
     environ = os.environ if environ is None else environ
     proj, user = project_ini(start), user_ini(environ)
     pvals, pwarn = read_ini(proj) if proj else ({}, [])
-    for key in ('deaddrop_dir', 'cache_dir', 'cassette_file'):   # where your prompts and replies are written (and
-        if key in pvals:                                        # read back from) is yours to choose, not a repository's
+    for key, how in _YOURS_ONLY.items():
+        if key in pvals:
             del pvals[key]
-            pwarn.append(f'{proj}: `{key}` ignored: set it in your own settings ({user})'
-                         + (' or BOOPITER_DEADDROP_DIR' if key == 'deaddrop_dir' else ''))
-    if 'api_key_env' in pvals:   # a cloned repository must not pick which of your variables goes to its server
-        del pvals['api_key_env']
-        pwarn.append(f'{proj}: `api_key_env` ignored: name the key variable in your own settings '
-                     f'({user}) or with `%config BoopMagics.api_key_env`')
+            pwarn.append(f'{proj}: `{key}` ignored: {how.format(user=user)}')
     uvals, uwarn = read_ini(user) if user.is_file() else ({}, [])
     res = resolve_settings(('cell option', cell), ('notebook binding', binding), ('%config', runtime),
                            ('BOOPITER_CASSETTE', dict(cassette=environ.get('BOOPITER_CASSETTE'))),   # a run's own choice

@@ -77,7 +77,6 @@ class Toolbar:
         self.reuse.observe(lambda change: self._picked('reuse', change['new']), names='value')
         for box in self.sources.values(): box.observe(lambda change: self._picked_sources(), names='value')
         self.refresh_button.on_click(lambda _: self.refresh())
-        self._options = {}
 
     def close(self):
         "Close every widget, with its layout and style models (the extension is unloading)."
@@ -106,9 +105,7 @@ class Toolbar:
         "Set options (only if they changed, so a refresh with nothing new redraws nothing) and value, quietly."
         self._quiet = True
         try:
-            if options is not None and self._options.get(id(widget)) != options:
-                self._options[id(widget)] = options
-                widget.options = options
+            if options is not None and widget.options != options: widget.options = options
             if widget.value != value: widget.value = value
         finally: self._quiet = False
 

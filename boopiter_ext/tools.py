@@ -72,7 +72,6 @@ class ToolContext:
 # ---- file tools: read-only, confined to the notebook's folder
 
 def _within(root, p): return p is not None and (p == root or root in p.parents)
-def _escapes(root, p): return p.is_symlink() and not _within(root, _resolve(p))
 def _hidden(name): return name.startswith('.') or name in _SKIP_DIRS
 
 
