@@ -36,12 +36,13 @@ def _trait(key):
     return {str: Unicode, int: Integer, float: Float, bool: Bool}[typ](default, help=help).tag(config=True)
 
 
-def _warm_up(litellm=True):
-    "Import what the first prompt needs off the main thread: the Markdown parser, and litellm (~4.5 s) unless unneeded."
+def _warm_up(needs_litellm=lambda: True):
+    """Import what the first prompt needs off the main thread: the Markdown parser, and litellm (~4.5 s) unless
+    `needs_litellm()` says no (it reads the settings and the saved notebook, which is no work for `%load_ext`)."""
     try:
         from . import render
         render._parser()
-        if litellm:
+        if needs_litellm():
             from . import litellm_client
             litellm_client.import_litellm()
     except Exception: log.warning('boopiter_ext: warming up failed; the first prompt will do the imports', exc_info=True)
@@ -73,7 +74,7 @@ class BoopMagics(Magics):
         # picks made in this kernel; until there are some, the binding saved in the notebook file applies
         self._binding, self._binding_id = None, f'boopiter-binding-{uuid.uuid4().hex}'
         self._lock = threading.Lock()   # widget callbacks may run on a comm subshell's thread
-        self._tidier, self._stopped = None, False
+        self._tidier, self._stopped, self._tape = None, False, None   # _tape: (file stat, the cassette replayed)
         self._pushed = {}   # tools put into the user namespace: name -> function
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
@@ -89,8 +90,8 @@ class BoopMagics(Magics):
         self.recorder.register()
         atexit.register(self.close_router)
         if self.warm_up:
-            self._warm = threading.Thread(target=_warm_up, args=(not self._ollama_only(),), name='boopiter-warm-up',
-                                          daemon=True)
+            self._warm = threading.Thread(target=_warm_up, args=(lambda: not self._ollama_only(),),
+                                          name='boopiter-warm-up', daemon=True)
             self._warm.start()
 
     def stop(self):
@@ -100,9 +101,7 @@ class BoopMagics(Magics):
         if tidier is not None: tidier.stop()
         if self._toolbar is not None: self._toolbar.close()
         self._toolbar = self._tidier = self._catalog = None
-        for name,fn in self._pushed.items():
-            if self.shell.user_ns.get(name) is fn: del self.shell.user_ns[name]
-        self._pushed = {}
+        self._withdraw()
         atexit.unregister(self.close_router)
         self.close_router()
 
@@ -429,17 +428,18 @@ class BoopMagics(Magics):
         router = self.router
         model, note = self._answering_model(settings)
         info = self._model_info(model, settings, nb)
-        self._check_think(model, settings, info)
         effort, effort_note = router.effort(model, settings, info)
+        if effort_note and settings.source['think'] == 'cell option':   # asked for in this cell: a mistake worth a word
+            raise UsageError(f'{model} is not a thinking model (its capabilities: {", ".join(info.get("capabilities") or ())}'
+                             '), so `--think` cannot apply; drop it or pick a thinking model with `-m`.')
         tools = self._offer_tools(settings, nb)
         auto = settings['auto'] and bool(tools)
         cells = self._cells_above(nb) if with_context else []
         msgs, ledger = self._context(question, settings, info, cells, tools, auto, self._folder(nb))
         note = '; '.join(filter(None, [note, effort_note, *settings.screened]))
-        picked, source = picked_model(settings)
+        source = picked_model(settings)[1]
         route = dict(router.describe(model, settings), note=note, picked_by=short_source(source), effort=effort,
-                     reasoning_model=bool(settings['reasoning'] and settings['reasoning_model'] and source != 'cell option'
-                                          and picked == settings['reasoning_model']),
+                     reasoning_model=bool(settings['reasoning'] and settings['reasoning_model'] and source != 'cell option'),
                      model_info={k: info[k] for k in ('capabilities', 'context_length', 'vision') if info.get(k) is not None})
         if auto: reply = self._tool_loop(question, model, msgs, settings, info, route, ledger, tools)
         else: reply = self._stream(model, msgs, settings, info, route, ledger)
@@ -472,6 +472,13 @@ class BoopMagics(Magics):
         ctx = ToolContext(root=root or Path.cwd(), namespace=self.shell.user_ns, cells=lambda: self._cells_above(nb))
         return {fn.__name__: fn for fn in get_tool_list(selection, ctx)}
 
+    def _withdraw(self, keep=()):
+        "Take the tools this extension pushed out of the user namespace (but `keep`, and any name the user reassigned)."
+        ns = self.shell.user_ns
+        for name,fn in self._pushed.items():
+            if name not in keep and ns.get(name) is fn: del ns[name]
+        self._pushed = {}
+
     def _offer_tools(self, settings, nb)->dict:
         "The selected tools by name, pushed into the user namespace (and deselected ones taken out)."
         from .tools import is_tool
@@ -479,8 +486,7 @@ class BoopMagics(Magics):
         for name,fn in self._tool_list(settings, nb).items():
             if name not in ns or ns[name] is fn or is_tool(ns[name]): offered[name] = fn
             else: log.warning('boopiter_ext: tool %s not offered: your variable of that name stays', name)
-        for name in set(self._pushed) - set(offered):
-            if ns.get(name) is self._pushed[name]: del ns[name]
+        self._withdraw(keep=offered)
         ns.update(offered)
         self._pushed = offered
         return offered
@@ -559,10 +565,10 @@ class BoopMagics(Magics):
             self._shown(view.final(reply))
             return reply
         if settings['reuse'] and mode != 'record' and (saved := self._saved_reply(digest, settings)) is not None:
-            from .render import reply_bundle, reused_bundle
+            from .render import reply_bundle
             from .replay import saved_snapshot
             reply = Reply.restore(model, saved_snapshot(saved))   # drawn again by the renderer: a file's HTML never is
-            self._shown(view.show(*reused_bundle(*reply_bundle(reply, route, ledger))))
+            self._shown(view.show(*reply_bundle(reply, {**route, 'reused': True}, ledger)))
             return reply
         reply, output = self._ask(model, msgs, settings, info, view, raise_interrupt)
         if reply.status == 'done':
@@ -618,8 +624,14 @@ class BoopMagics(Magics):
         return found
 
     def _cassette(self, settings, recording=False):
+        "The cassette; one being replayed is read once, and again only when its file changes."
         from .replay import Cassette, cassette_path
-        return Cassette(cassette_path(self.notebook(), settings['cassette_file']), recording)
+        path = cassette_path(self.notebook(), settings['cassette_file'])
+        if recording: return Cassette(path, recording)   # `add` reloads it under its lock anyway
+        try: key = path, path.stat().st_mtime_ns, path.stat().st_size
+        except OSError: key = None
+        if key is None or self._tape is None or self._tape[0] != key: self._tape = key, Cassette(path)
+        return self._tape[1]
 
     def _answering_model(self, settings):
         "(model, note): the picked model, else `Router.resolve`'s; replaying with none picked, the one that was recorded."
@@ -648,10 +660,3 @@ class BoopMagics(Magics):
         except BoopError:
             if (info := saved_model_info(model, self.recorder.cells(), saved_cells(nb) if nb else None)) is None: raise
             return info
-
-    def _check_think(self, model, settings, info):
-        "A `--think` the model cannot take is refused; one from the settings is left out, with a note in the details."
-        if settings.source['think'] == 'cell option' and self.router.effort(model, settings, info)[1]:
-            caps = ', '.join(info.get('capabilities') or ())
-            raise UsageError(f'{model} is not a thinking model (its capabilities: {caps}), so `--think` cannot apply; '
-                             'drop it or pick a thinking model with `-m`.')
