@@ -15,7 +15,7 @@ placeholder. The returned ledger says what was sent, clipped and dropped, images
 __all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text', 'fenced',
            'build_context', 'context_window', 'estimate_tokens', 'SYSTEM_PROMPT']
 
-import base64, json, re
+import json, re
 from dataclasses import dataclass, field
 from .images import IMAGE_MIMES, ImagePicker, image_tokens, markdown_images
 from .messages import mk_msg, image_part
@@ -116,7 +116,7 @@ def _output_parts(o, pick, where):
     data = o.get('data') or {}
     if (mime := next((m for m in IMAGE_MIMES if m in data), None)):
         raw = data[mime]   # bytes as a display hook sees a PIL image's repr (the kernel base64-encodes it when sending)
-        text, imgs = pick(where, mime, base64.b64encode(raw).decode() if isinstance(raw, bytes) else _join(raw))
+        text, imgs = pick(where, mime, raw if isinstance(raw, bytes) else _join(raw))
         if not imgs and (alt := _display_text({k: v for k,v in data.items() if k != 'text/plain'})): return alt, []
         return text, imgs
     text = _display_text(data)

@@ -29,6 +29,7 @@ _SENDABLE = {'PNG': 'image/png', 'JPEG': 'image/jpeg', 'MPO': 'image/jpeg'}   # 
 MAX_FILE_BYTES = 20_000_000   # an image larger than this is not one anyone meant to send
 MAX_PIXELS = 40_000_000       # decoding more takes seconds and gigabytes: a 31 KB PNG can claim 14000×14000
 _cache, _CACHE_SIZE = OrderedDict(), 32
+_md = None   # the CommonMark parser, made on first use
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def image_tokens(width:int, height:int)->int:
 
 
 def _key(source, max_side):
-    "A cache key that never holds the image: a file by its stat, base64 by its hash (which Python keeps on the string)."
+    "A cache key that never holds the image: a file by its stat, data by its hash (which Python keeps on the object)."
     if isinstance(source, Path):
         st = source.stat()
         return str(source), st.st_mtime_ns, st.st_size, max_side
@@ -68,7 +69,8 @@ def _to_8bit(im):
 
 def _fit(source, max_side):
     from PIL import Image, ImageOps, WebPImagePlugin   # noqa: F401 (Pillow registers WebP only when it is imported)
-    raw = source.read_bytes() if isinstance(source, Path) else base64.b64decode(source)   # skips base64 line breaks
+    raw = source.read_bytes() if isinstance(source, Path) else source if isinstance(source, bytes) \
+          else base64.b64decode(source)   # which skips the line breaks some writers put in base64
     if len(raw) > MAX_FILE_BYTES: raise ValueError(f'larger than {MAX_FILE_BYTES // 1_000_000} MB')
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', Image.DecompressionBombWarning)   # MAX_PIXELS below is the limit that counts
@@ -80,7 +82,7 @@ def _fit(source, max_side):
             raise ValueError(f'too large to decode ({original[0]}×{original[1]} pixels)')
         if max(original) <= max_side and fmt in _SENDABLE and im.mode in ('RGB', 'RGBA', 'L', 'LA', 'P'):
             im.load()   # a truncated file fails here, not in the model server
-            data = base64.b64encode(raw).decode() if isinstance(source, Path) else ''.join(source.split())
+            data = ''.join(source.split()) if isinstance(source, str) else base64.b64encode(raw).decode()
             return _SENDABLE[fmt], data, *original, original
         if jpeg: im.draft('RGB', (max_side, max_side))   # decode at a reduced scale: much faster
         im.seek(0)   # an animation's first frame
@@ -95,7 +97,7 @@ def _fit(source, max_side):
 
 
 def fit_image(
-    source:str|Path,    # Base64 image data (PNG, JPEG, GIF or WebP) as Jupyter stores it, or an image file
+    source:str|bytes|Path,  # Base64 image data (PNG, JPEG, GIF or WebP) as Jupyter stores it, the bytes, or a file
     max_side:int=1024,  # Longest side in pixels; larger images are scaled down, keeping their shape
 )->ContextImage:
     "The image as a vision model gets it: PNG or JPEG, scaled to fit `max_side`; ValueError if it cannot be sent."
@@ -148,13 +150,17 @@ def markdown_images(
     root=None,             # The notebook's folder: image links are read only from inside it
 )->list:                   # (name, (mime, base64 str or Path) or None, why not) for each image, in order
     "The images a Markdown text shows: attachments, `data:` URLs and files under `root`; remote ones are never fetched."
-    from markdown_it import MarkdownIt
+    global _md
+    if '![' not in source: return []   # CommonMark has no image without one: most notes and prompts stop here
+    if _md is None:
+        from markdown_it import MarkdownIt
+        _md = MarkdownIt('commonmark')
     found = []
     def walk(tokens):
         for t in tokens:
             if t.type == 'image': found.append(t.attrGet('src') or '')
             walk(t.children or [])
-    walk(MarkdownIt('commonmark').parse(source))
+    walk(_md.parse(source))
     out = []
     for src in found:
         src = src.strip()
@@ -181,7 +187,7 @@ class ImagePicker:
     def __call__(self,
                  where:str,       # Which cell it belongs to, for the ledger: 'In [3]', 'Markdown note', 'prompt'
                  mime:str,        # Its mime type
-                 data:str|Path,   # Base64 data, or an image file
+                 data:str|bytes|Path,  # Base64 data, the image's bytes, or an image file
                  name:str=None):  # A Markdown image's link (None for an output)
         "(text to put in its place, [ContextImage] or [])."
         what = name or f'{mime} output'

@@ -10,6 +10,7 @@ litellm route passes them through unchanged.
 __all__ = ['mk_msg', 'image_part', 'msg_text', 'msg_images']
 
 import base64
+from functools import lru_cache
 
 _MAGIC = {b'\x89PNG': 'image/png', b'\xff\xd8\xff': 'image/jpeg', b'GIF8': 'image/gif', b'RIFF': 'image/webp'}
 
@@ -19,7 +20,11 @@ def image_part(
     mime:str='image/png',    # Its mime type
 )->dict:
     "A lisette-style image content part."
-    return {'type': 'image_url', 'image_url': f'data:{mime};base64,{b64.strip()}'}
+    return {'type': 'image_url', 'image_url': _data_url(b64, mime)}
+
+
+@lru_cache(maxsize=16)   # the same image gets the same URL object, whose hash Python keeps: a later prompt's digest is cheap
+def _data_url(b64, mime): return f'data:{mime};base64,{b64.strip()}'
 
 
 def _part(o):

@@ -17,7 +17,7 @@ http(s) or mailto. Code blocks are left exactly as written.
 """
 
 __all__ = ['safe_markdown', 'close_fences', 'reply_markdown', 'reply_plain', 'reply_metadata', 'reply_bundle',
-           'reused_bundle', 'details_html', 'summary_line', 'MIME_KEY']
+           'details_html', 'summary_line', 'MIME_KEY']
 
 import re
 from html import escape
@@ -209,6 +209,7 @@ def details_html(
 )->str:
     "The collapsed details block: model, endpoint, finish reason, tokens, timings and the context ledger."
     route, info = route or {}, reply.info
+    reused = [REUSED] if route.get('reused') else []
     answered = f'{info["answered_by"]} (dead drop)' if info.get('answered_by') else reply.model
     rows = [f'Model: {answered}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
             + _picked_by(route),
@@ -223,17 +224,16 @@ def details_html(
     if reply.tokens_per_s: timing.append(f'{reply.tokens_per_s:.1f} tokens/s')
     if timing: rows.append('Speed: ' + ', '.join(timing))
     rows += [f'Note: {n}' for n in (route.get('note'),) if n]
-    items = ''.join(f'<li>{escape(r)}</li>' for r in rows) + _ledger_html(ledger)
-    return (f'<details><summary>Reply details · {escape(summary_line(reply))}</summary>\n'
+    items = ''.join(f'<li>{escape(r)}</li>' for r in reused + rows) + _ledger_html(ledger)
+    return (f'<details><summary>Reply details · {"reused · " * bool(reused)}{escape(summary_line(reply))}</summary>\n'
             f'<ul>{items}</ul>\n</details>')
 
 
 def _marker(reply): return f'*({STATUS_NOTES[reply.status]})*' if reply.status in STATUS_NOTES else ''
 
 
-def _reasoning_html(reply):
+def _reasoning_html(reply, text):
     "The reasoning, collapsed; while it streams, its summary counts the words, so it visibly grows without opening it."
-    text = reply.reasoning.strip()
     words = _plural(len(text.split()), 'word')
     summary = f'Reasoning · thinking… {words}' if reply.status == 'streaming' and not reply.answer.strip() else \
               f'Reasoning · {words}' + (f' · {reply.reasoning_s:.1f} s' if (reply.reasoning_s or 0) >= 0.05 else '')
@@ -244,9 +244,9 @@ def _reasoning_html(reply):
 def reply_markdown(reply, route:dict=None, ledger:dict=None)->str:
     "The whole reply as Markdown: reasoning section, safe answer (fences closed while streaming), details."
     out = [f'*⚠ {escape(ledger["warning"])}*\n\n'] if ledger and ledger.get('warning') else []
-    if reply.reasoning.strip(): out.append(_reasoning_html(reply))
+    if (reasoning := reply.reasoning.strip()): out.append(_reasoning_html(reply, reasoning))
     out.append(close_fences(safe_markdown(reply.answer.lstrip('\n'))))
-    if reply.status == 'done' and reply.reasoning.strip() and not reply.answer.strip():
+    if reply.status == 'done' and reasoning and not reply.answer.strip():
         out.append('*(the model only reasoned and gave no answer; its reasoning is above)*')
     if reply.note: out.append(f'\n\n*({escape(reply.note)})*')
     if (m := _marker(reply)): out.append(f'\n\n{m}')
@@ -272,7 +272,8 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
               effort=route.get('effort') or None, reasoning_model=reply.model if route.get('reasoning_model') else None,
               **{'reasoning_tokens' if reply.reasoning_tokens[1] else 'reasoning_chunks': reply.reasoning_tokens[0] or None},
               digest=route.get('digest'), model_info=route.get('model_info') or None,
-              reasoning=reply.reasoning or None, note=reply.note or None,   # so a reused reply is drawn again, safely
+              reasoning=reply.status != 'streaming' and reply.reasoning or None,   # for a reused reply to be drawn again
+              note=reply.note or None, reused=route.get('reused'),
               tool_calls=info.get('tool_calls') or None,
               reasoning_s=None if reply.reasoning_s is None else round(reply.reasoning_s, 3))
     if (images := [r['size'] for r in (ledger or {}).get('image_records', []) if r['status'] == 'sent']): md['images'] = images
@@ -287,19 +288,7 @@ def reply_bundle(reply, route:dict=None, ledger:dict=None)->tuple:
 
 
 REUSED = ('Reused: the saved reply to this same conversation (same model, options and context), so no model was '
-          'asked; `%%prompt --fresh` asks again')
-
-
-def reused_bundle(data:dict, metadata:dict)->tuple:
-    """A saved reply drawn again, marked as reused in its details; marking a reused one again changes nothing. (A
-    cassette's replies are not marked: a replayed notebook must come out exactly as it was recorded.)"""
-    md, head = data.get('text/markdown', ''), '<details><summary>Reply details · '
-    at = md.rfind(head)
-    if at >= 0 and not md.startswith(head + 'reused · ', at):
-        md = md[:at] + md[at:].replace(head, head + 'reused · ', 1).replace('<ul>', f'<ul><li>{escape(REUSED)}</li>', 1)
-    meta = dict(metadata or {})
-    meta[MIME_KEY] = {**meta.get(MIME_KEY, {}), 'reused': True}
-    return {**data, 'text/markdown': md}, meta
+          'asked; `%%prompt --fresh` asks again')   # a cassette's replies are not marked: replayed must equal recorded
 
 
 _STEP_MARK = {'ok': '✓', 'flagged': '⚠'}

@@ -6,7 +6,7 @@ from ollama_server import OllamaTestServer
 from boopiter_ext.context import Cell
 from boopiter_ext.errors import CassetteDrift
 from boopiter_ext.messages import mk_msg
-from boopiter_ext.render import reply_bundle, reused_bundle
+from boopiter_ext.render import reply_bundle
 from boopiter_ext.replay import (CASSETTE_FORMAT, Cassette, DiskCache, cassette_path, clean_snapshot, find_saved_reply,
                                  request_digest, saved_model_info, saved_snapshot)
 from boopiter_ext.run import run_notebook
@@ -67,10 +67,10 @@ def test_reused_is_marked_once_in_the_details():
     r = Reply(MODEL)
     r.add_content('Fine.')
     r.finish('done')
-    data, md = reply_bundle(r, {}, None)
-    once = reused_bundle(data, md)
-    assert once == reused_bundle(*once) and once[0]['text/plain'] == 'Fine.' and once[1]['boopiter']['reused']
+    once = reply_bundle(r, {'reused': True}, None)
+    assert once[0]['text/markdown'].count('reused · ') == 1 and once[0]['text/plain'] == 'Fine.' and once[1]['boopiter']['reused']
     assert '<summary>Reply details · reused · ' in once[0]['text/markdown'] and '--fresh' in once[0]['text/markdown']
+    assert 'reused' not in reply_bundle(r, {}, None)[0]['text/markdown']
 
 
 def test_cassettes_round_trip_and_refuse_what_they_do_not_have(tmp_path):
@@ -235,7 +235,7 @@ def test_what_a_file_says_is_cleaned_before_it_is_shown_again():
                data={'text/plain': 'Fine <img src=x onerror=alert(1)>', 'text/markdown': '<script>alert(1)</script>'})
     snap = saved_snapshot(out)
     assert snap['answer'] == 'Fine <img src=x onerror=alert(1)>' and snap['tokens_per_s'] == 12.5
-    data, md = reused_bundle(*reply_bundle(Reply.restore(MODEL, snap), {}, None))
+    data, md = reply_bundle(Reply.restore(MODEL, snap), {'reused': True}, None)
     assert '<script>' not in data['text/markdown'] and '<img src' not in data['text/markdown']   # drawn again, defused
     assert 'Fine' in data['text/markdown'] and md['boopiter']['reused']
 
