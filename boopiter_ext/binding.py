@@ -9,60 +9,65 @@ The binding lives in an output, never in a file the extension writes: the brain 
 and keep that display current as picks change. Saving the notebook saves the binding; until this
 kernel picks something, the extension reads it from the saved file (the most recent pick wins, so an
 output an earlier session left behind cannot). Only the keys in `BINDING_KEYS` are read, each checked
-against its type, and only model ids that stay on servers you configured (`screen_binding`): a
-notebook cannot point prompts at another server or carry a secret. Hosts, endpoints and keys come
-from settings and the environment.
+against its setting's rule (`settings.RULES`; a value that breaks it is ignored with a warning), and
+only model ids that stay on servers you configured (`screen_binding`): a notebook cannot point prompts
+at another server or carry a secret. Hosts, endpoints and keys come from settings and the environment.
+
+A `picked_at` stamp counts only if it is a time with a zone, from 2000 on, and at most a day ahead of
+this machine's clock (a clock may run a little ahead; more is a crafted stamp, which would otherwise
+outrank every pick made after it): any other stamp is ignored, as if the pick had none.
 """
 
-__all__ = ['BINDING_MIME', 'BINDING_KEYS', 'clean_binding', 'screen_binding', 'binding_text',
+__all__ = ['BINDING_MIME', 'BINDING_KEYS', 'Binding', 'clean_binding', 'screen_binding', 'may_choose', 'binding_text',
            'binding_bundle', 'saved_binding', 'stamp']
 
-import json, re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from .models import route_name
 from .render import MIME_KEY
-from .settings import SETTINGS, THINK_LEVELS, declared_models
+from .settings import check_setting, declared_models, refusal
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
 BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto', 'reuse')
-MAX_CONTEXT = 1 << 20
 VERSION = 1
-_TOOLS = re.compile(r'[\w\-, ]{1,200}')   # tool source names
-_KEEP_ALIVE = re.compile(r'-?\d+(\.\d+)?([mh]|ms|s)?')
+_EARLIEST, _AHEAD = datetime(2000, 1, 1, tzinfo=timezone.utc), timedelta(days=1)   # believable `picked_at` stamps
 
 
-def _valid(key, value):
-    typ = SETTINGS[key][0]
-    if typ is bool: return isinstance(value, bool)
-    if typ is int: return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_CONTEXT
-    if not isinstance(value, str): return False
-    if key == 'think': return value in THINK_LEVELS
-    if key == 'keep_alive': return bool(_KEEP_ALIVE.fullmatch(value))
-    if key == 'tools': return bool(_TOOLS.fullmatch(value))
-    return 0 < len(value) <= 300 and value.isprintable() and ' ' not in value
+class Binding(dict):
+    "A binding read from a notebook; `refused` says which of its values were ignored (`screen_binding` passes it on)."
+    def __init__(self, values, refused=()):
+        super().__init__(values)
+        self.refused = list(refused)
 
 
 def clean_binding(
-    data,  # A binding as found in a notebook (untrusted)
-)->dict:   # Only the known keys whose values have the right type, in `BINDING_KEYS` order, then `picked_at`
-    "The usable part of a binding: unknown keys, wrong types and empty values dropped."
+    data,               # A binding as found in a notebook (untrusted)
+    refused:list=None,  # Gets a warning for each known key whose value was ignored
+    where:str='the saved binding',  # What the warnings call it
+)->dict:                # Only the known keys whose values pass their rules, in `BINDING_KEYS` order, then `picked_at`
+    "The usable part of a binding: unknown keys, bad values and empty values dropped."
     if not isinstance(data, dict): return {}
-    b = {k: data[k] for k in BINDING_KEYS if data.get(k) is not None and _valid(k, data[k])}
+    given = {k: data[k] for k in BINDING_KEYS if not (data.get(k) is None or data[k] == '')}
+    b = {k: v for k,v in given.items() if check_setting(k, v)}
+    if refused is not None: refused += [refusal(where, k, v) for k,v in given.items() if k not in b]
     if _when(data.get('picked_at')) is not None: b['picked_at'] = data['picked_at']
     return b
 
 
 def _when(stamp):
-    "The time of a `picked_at` stamp, or None if it is not one (a notebook could hold anything there)."
-    try: t = datetime.fromisoformat(stamp) if isinstance(stamp, str) and len(stamp) <= 40 else None
+    "The time of a `picked_at` stamp in UTC, or None if it is not a believable one (see the module's docstring)."
+    if not isinstance(stamp, str) or len(stamp) > 40: return None
+    try: t = datetime.fromisoformat(stamp)
     except ValueError: return None
-    return t if t is not None and t.tzinfo is not None else None
+    if t.tzinfo is None: return None
+    try: t = t.astimezone(timezone.utc)   # `0001-01-01T00:00+01:00` is before the first representable time
+    except (OverflowError, ValueError): return None
+    return t if _EARLIEST <= t <= datetime.now(timezone.utc) + _AHEAD else None
 
 
 def stamp(binding:dict)->dict:
     """`binding` marked with the time of this pick, so the newest pick wins on load, not an output an old session
-    left. Never earlier than the pick it replaces, in case that one came from a machine whose clock runs ahead."""
+    left. Never earlier than the pick it replaces, in case that one came from a machine whose clock runs (a little) ahead."""
     now, before = datetime.now(timezone.utc), _when(binding.get('picked_at'))
     if before is not None and before >= now: now = before + timedelta(milliseconds=1)
     return {**binding, 'picked_at': now.isoformat(timespec='milliseconds')}
@@ -76,8 +81,11 @@ def _session_exists(model, settings):
     return (root/'prompts').is_dir() if sid == 'claude' else dd.is_session(root, sid)
 
 
-def _may_choose(model, settings):
-    "Whether a saved notebook may choose `model`: only ids answered on this machine or by servers the user configured."
+def may_choose(
+    model:str,  # A model id a notebook file names (its binding, or the model that answered its saved replies)
+    settings,   # The settings without the binding (for `api_base`, `models` and `deaddrop_dir`)
+)->bool:        # Whether a saved notebook may choose `model` by itself
+    "Only ids answered on this machine or by servers the user configured: never a provider no setting names."
     route = route_name(model)
     if route == 'deaddrop': return _session_exists(model, settings)
     return (route in ('local', 'ollama') or model.startswith('openai/') and bool(settings['api_base'])
@@ -93,9 +101,9 @@ def screen_binding(
     A notebook someone sent you may choose Ollama models, the embedded model, `openai/NAME` on the
     configured `api_base`, and ids the `models` setting lists; anything else (`anthropic/...`,
     `openai/gpt-4o` with no `api_base`) is ignored until you pick it yourself."""
-    out, warnings = dict(binding), []
+    out, warnings = dict(binding), list(getattr(binding, 'refused', ()))   # a saved binding's values already ignored
     for k in ('model', 'reasoning_model'):
-        if k in out and not _may_choose(out[k], settings):
+        if k in out and not may_choose(out[k], settings):
             warnings.append(f'the saved binding names `{out.pop(k)}`, which a notebook may not choose by itself: '
                             f'pick it in the menu or with `%boop model`, or list it in the `models` setting')
     return out, warnings
@@ -108,7 +116,7 @@ def _keep_alive_text(v):
 
 def binding_text(binding:dict)->str:
     "One readable line, for the plain-text side of the display (and `nbconvert --to markdown`)."
-    b = {k: v for k,v in (binding or {}).items() if k in BINDING_KEYS}
+    b = {k: v for k,v in clean_binding(binding).items() if k in BINDING_KEYS}
     if not b: return 'boopiter binding · none (settings.ini and defaults apply)'
     bits = [f'model {b.get("model") or "from settings"}']
     if b.get('reasoning_model') or 'reasoning' in b:
@@ -129,20 +137,23 @@ def binding_bundle(binding:dict)->tuple:
 
 
 def _payload(output):
+    from .notebook import load_json
     data = output.get('data') if isinstance(output, dict) else None
     value = data.get(BINDING_MIME) if isinstance(data, dict) else None
     if isinstance(value, str):   # some writers keep JSON mime types as text
-        try: value = json.loads(value)
+        try: value = load_json(value)
         except ValueError: return None
     return value if isinstance(value, dict) else None
 
 
 def saved_binding(
     path:Path,  # The notebook file
-)->dict|None:   # The binding saved in it, or None if it has none or cannot be read
+)->Binding|None:# The binding saved in it (with what of it was ignored), or None if it has none or cannot be read
     "The binding saved in the notebook at `path`: the most recently picked one, else the last in notebook order."
     from .notebook import saved_cells
-    found = [clean_binding(p) for c in saved_cells(path) or [] for p in map(_payload, c.outputs) if p is not None]
+    where = f'the binding saved in {Path(path).name}'
+    found = [Binding(clean_binding(p, refused := [], where), refused)
+             for c in saved_cells(path) or [] for p in map(_payload, c.outputs) if p is not None]
     if not found: return None
     never = datetime.min.replace(tzinfo=timezone.utc)
     return max(reversed(found), key=lambda b: _when(b.get('picked_at')) or never)   # ties: the last in notebook order

@@ -17,7 +17,6 @@ __all__ = ['ModelEntry', 'Listing', 'Catalog', 'SOURCES', 'human_size']
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-import requests
 from .errors import BoopError
 from .models import LOCAL_ID, declared_vision, is_ollama_id, ollama_tag
 from .settings import declared_models, public_url
@@ -79,13 +78,7 @@ def endpoint_source(router, settings)->list:
     "The models of the OpenAI-compatible server at `api_base` (its `/models`), as `openai/NAME`."
     base = settings['api_base'].rstrip('/')
     if not base: return []
-    headers = {'Authorization': f'Bearer {router.api_key(settings)}'} if settings['api_key_env'] else {}
-    try:
-        r = requests.get(base + '/models', headers=headers, timeout=(5, min(settings['timeout'], 30)))
-        r.raise_for_status()
-        names = sorted({str(m['id']) for m in r.json().get('data', []) if isinstance(m, dict) and m.get('id')})
-    except (requests.RequestException, ValueError, AttributeError) as e:
-        raise BoopError(f'{public_url(base)}/models failed: {e.__class__.__name__}') from e
+    names = router.openai(base, router.api_key(settings), settings['timeout']).models()   # a BoopError says why not
     return [ModelEntry(f'openai/{n}', n, 'endpoint', _declared(f'openai/{n}', settings), note=f'at {public_url(base)}')
             for n in names]
 

@@ -62,12 +62,18 @@ def is_own(cell:Cell)->bool:
 def reply_text(cell:Cell)->str|None:
     "The reply a prompt cell shows (its boopiter output's text/plain), or None."
     for o in reversed(cell.outputs):
-        if _meta(o).get('boopiter', {}).get('reply'): return _join((o.get('data') or {}).get('text/plain', ''))
+        if _own(o).get('reply'): return _join(_data(o).get('text/plain', ''))
     return None
 
 
-def _join(v): return ''.join(map(str, v)) if isinstance(v, list) else v if isinstance(v, str) else ''
-def _meta(o): return o.get('metadata') or {}
+# Live outputs come from whatever the kernel published, saved ones from a file anyone can write (`notebook.py`
+# cleans those): these read either without trusting its shape.
+def _join(v): return ''.join(s for s in v if isinstance(s, str)) if isinstance(v, list) else v if isinstance(v, str) else ''
+def _field(o, k): return v if isinstance(o, dict) and isinstance(v := o.get(k), dict) else {}
+def _meta(o): return _field(o, 'metadata')
+def _data(o): return _field(o, 'data')
+def _own(o): return _field(_meta(o), 'boopiter')
+def _word(v): return v if isinstance(v, str) else str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else ''
 
 
 def clip(
@@ -98,7 +104,9 @@ def _stream_text(s):
 def _display_text(data):
     for mime in _TEXT_MIMES:
         if mime not in data: continue
-        if mime == 'application/json': return json.dumps(data[mime], indent=1, ensure_ascii=False, default=str)
+        if mime == 'application/json':
+            try: return json.dumps(data[mime], indent=1, ensure_ascii=False, default=str)
+            except (ValueError, TypeError, RecursionError): continue   # circular, or nested too deep to write
         text = _join(data[mime])
         if mime == 'text/plain' and re.fullmatch(r'<[\w.]+ object(?: at 0x[0-9a-f]+)?>', text.strip()): continue
         return re.sub(r'<[^>]+>', ' ', text) if mime == 'text/html' else text
@@ -110,10 +118,12 @@ def _output_parts(o, pick, where):
     kind = o.get('output_type')
     if kind == 'stream': return _stream_text(_join(o.get('text'))), []
     if kind == 'error':
-        tb = _ANSI.sub('', '\n'.join(o.get('traceback') or [])).strip().splitlines()[-12:]
-        head = f'{o.get("ename")}: {o.get("evalue")}'
+        tb = o.get('traceback')
+        tb = '\n'.join(s for s in (tb if isinstance(tb, list) else [tb]) if isinstance(s, str))
+        tb = _ANSI.sub('', tb).strip().splitlines()[-12:]
+        head = f'{_word(o.get("ename"))}: {_word(o.get("evalue"))}'
         return '\n'.join(tb) if tb and head in tb[-1] else '\n'.join(tb + [head]), []
-    data = o.get('data') or {}
+    data = _data(o)
     if (mime := next((m for m in IMAGE_MIMES if m in data), None)):
         raw = data[mime]   # bytes as a display hook sees a PIL image's repr (the kernel base64-encodes it when sending)
         text, imgs = pick(where, mime, raw if isinstance(raw, bytes) else _join(raw))
@@ -134,7 +144,8 @@ def without_data_urls(text:str)->str:
 def _markdown_parts(text, attachments, root, pick, where):
     "(lines to add, images) for the images a Markdown text shows."
     lines, imgs = [], []
-    attachments = {k: {m: _join(v) for m,v in b.items()} for k,b in (attachments or {}).items() if isinstance(b, dict)}
+    attachments = attachments if isinstance(attachments, dict) else {}
+    attachments = {k: {m: _join(v) for m,v in b.items()} for k,b in attachments.items() if isinstance(b, dict)}
     for name, img, why in markdown_images(text, attachments, root):
         if img is None: pick.skip(where, name, why)
         else:
@@ -156,7 +167,7 @@ def cell_text(
         return '\n'.join([f'Markdown note:\n{without_data_urls(cell.source.strip())}', *lines]), imgs, False
     label = f'In [{cell.exec_count}]' if cell.exec_count else 'Code cell'
     out, imgs, clipped, streams = [], [], False, ''
-    outputs = [o for o in cell.outputs if not _meta(o).get('boopiter')]
+    outputs = [o for o in cell.outputs if isinstance(o, dict) and not _meta(o).get('boopiter')]
     for o in outputs + [{}]:
         if o.get('output_type') == 'stream':
             streams += _join(o.get('text'))

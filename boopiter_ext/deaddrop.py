@@ -30,14 +30,16 @@ Protocol (a public interface; only files, so any language can take part):
   answered by `<root>/responses/<same id>`, with the same terminators.
 
 Followers poll (every 0.25 s by default) and read only the bytes appended since the last look; nothing is ever
-deleted by the notebook side.
+deleted by the notebook side. Every file is read as untrusted: a reply that is not a regular file (a FIFO, a link to
+a device or out of its session) is refused, reads are bounded, and a `meta.json` that is not a small JSON object
+of plain values counts as no metadata.
 """
 
 __all__ = ['REPLY_INSTRUCTION', 'DONE', 'deaddrop_root', 'valid_session', 'is_session', 'valid_prompt_id', 'new_session',
            'list_sessions', 'drop_prompt', 'find_pending', 'follow_reply', 'cancel', 'drop_legacy', 'follow_legacy',
            'next_prompt', 'await_prompt', 'reply_stream', 'show', 'ago', 'main']
 
-import codecs, json, os, re, secrets, shutil, sys, tempfile, time
+import codecs, json, os, re, secrets, shutil, stat, sys, tempfile, time
 from pathlib import Path
 from .errors import DeadDropError, ReplyStalled
 
@@ -50,6 +52,9 @@ _PID = re.compile(r'[0-9]{1,20}-[0-9a-f]{8}')
 _MODEL = re.compile(r'\s*---MODEL:\s*(.*?)\s*---\s*')
 _RESERVED = ('claude', 'prompts', 'responses')
 _IMAGE_EXT = {b'\x89PNG': '.png', b'\xff\xd8\xff': '.jpg', b'GIF8': '.gif', b'RIFF': '.webp'}
+_CELL_ID = re.compile(r'[A-Za-z0-9_-]{1,64}')   # nbformat's cell id
+_MAX_META, _MAX_PROMPT, _MAX_SHOW = 1 << 16, 1 << 26, 1 << 24   # bytes read at most from meta.json, prompt.md, a reply
+_MAX_TERMINATOR = 512   # a partial line longer than this is reply text, never a `---MODEL: ...---` line
 
 
 def deaddrop_root(
@@ -121,7 +126,7 @@ def _inbox(root, sid):
 def _bundle(root, sid, pid):
     "The bundle folder of prompt `pid`, or a `DeadDropError` if there is none."
     b = _inbox(root, sid)/valid_prompt_id(pid)
-    if not b.is_dir():
+    if not b.is_dir() or b.is_symlink():
         raise DeadDropError(f'No prompt {pid} in session {sid!r}; `boopiter-deaddrop next {sid}` shows the waiting one',
                             session=sid, prompt_id=pid)
     return b
@@ -187,24 +192,69 @@ def drop_prompt(
     return pid
 
 
-def _reply_done(path:Path)->bool:
-    "Whether the reply file at `path` exists and ends with the `---DONE---` line."
-    try:
-        with open(path, 'rb') as f:
-            f.seek(max(0, f.seek(0, 2) - 64))
-            tail = f.read()
-    except FileNotFoundError: return False
+def _open(
+    path:Path,         # A file in the dead drop
+    inside:Path=None,  # Follow a link at `path` if it leads to a file in this folder; None refuses every link
+    append:bool=False, # Open to append (created if missing), not to read
+):                     # An unbuffered binary file, or None if there is no file to read
+    "Open the regular file at `path`, or raise `DeadDropError`: a FIFO, a device or a link out of `inside` is never read."
+    real = Path(path)
+    if inside is not None and real.is_symlink():
+        real = real.resolve()
+        if not real.is_relative_to(Path(inside).resolve()): raise _not_regular(path, 'a link out of its folder')
+    mode = os.O_WRONLY | os.O_APPEND | os.O_CREAT if append else os.O_RDONLY
+    flags = mode | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try: fd = os.open(real, flags, 0o600)   # O_NONBLOCK: opening a FIFO must not wait for a writer
+    except FileNotFoundError:
+        if append: raise
+        return None
+    except OSError as e: raise _not_regular(path, e.strerror) from e
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_regular(path, 'not a regular file')
+    return os.fdopen(fd, 'ab' if append else 'rb', buffering=0)
+
+
+def _not_regular(path, why):
+    return DeadDropError(f'Refusing {path} ({why}): dead-drop files must be plain files in their folder. Delete it '
+                         '(prompts come from the notebook, replies from `boopiter-deaddrop reply` or plain appends).',
+                         path=str(path))
+
+
+def _read(path, limit, inside=None)->bytes|None:
+    "At most `limit` bytes from the start of the regular file at `path`, or None if it is missing (see `_open`)."
+    f = _open(path, inside)
+    if f is None: return None
+    with f: return f.read(limit)
+
+
+def _reply_done(path:Path, inside:Path)->bool:
+    "Whether the reply file at `path` exists and ends with the `---DONE---` line; `DeadDropError` if it is no plain file."
+    f = _open(path, inside)
+    if f is None: return False
+    with f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - 64))
+        tail = f.read(64)
     return tail.decode('utf-8', 'replace').rstrip().rpartition('\n')[2].strip() == DONE
 
 
-def _read_meta(b):
-    try: return json.loads((b/'meta.json').read_text(encoding='utf-8'))
-    except (OSError, ValueError): return {}
+def _read_meta(b)->dict:
+    "The bundle's `meta.json`: a JSON object's plain values, with checked ids; anything else counts as no metadata."
+    try:
+        raw = _read(b/'meta.json', _MAX_META + 1)
+        meta = json.loads(raw) if raw and len(raw) <= _MAX_META else None
+    except (OSError, ValueError, RecursionError): return {}   # DeadDropError (not a file) and bad UTF-8 are ValueErrors
+    if not isinstance(meta, dict): return {}
+    meta = {k: v for k,v in meta.items() if v is None or isinstance(v, (str, int, float, bool))}
+    if meta.get('id') != b.name: meta.pop('id', None)
+    if not (isinstance(cid := meta.get('cell_id'), str) and _CELL_ID.fullmatch(cid)): meta.pop('cell_id', None)
+    return meta
 
 
 def _bundles(inbox):
-    "Prompt ids in `inbox`, oldest first (temporary `.tmp-` folders are not prompts yet)."
-    return sorted((p.name for p in inbox.iterdir() if _PID.fullmatch(p.name) and p.is_dir()), key=_order)
+    "Prompt ids in `inbox`, oldest first (temporary `.tmp-` folders are not prompts yet, and a link is never one)."
+    return sorted((p.name for p in inbox.iterdir() if _PID.fullmatch(p.name) and p.is_dir() and not p.is_symlink()),
+                  key=_order)
 
 
 def find_pending(
@@ -216,15 +266,15 @@ def find_pending(
 )->str|None:        # The newest matching prompt id, if any
     "A dropped prompt with this text, notebook and cell, neither cancelled nor fully answered (to re-attach, not re-ask)."
     if not cell_id: return None
-    inbox = _inbox(root, sid)
+    inbox, want = _inbox(root, sid), prompt_md.encode('utf-8')
     for pid in reversed(_bundles(inbox)):
         b = inbox/pid
-        if (b/'cancelled').exists() or _reply_done(inbox.parent/'outbox'/f'{pid}.md'): continue
-        meta = _read_meta(b)
-        if meta.get('cell_id') != cell_id or (meta.get('notebook') or None) != (notebook or None): continue
         try:
-            if (b/'prompt.md').read_text(encoding='utf-8') == prompt_md: return pid
-        except OSError: continue
+            if (b/'cancelled').exists() or _reply_done(inbox.parent/'outbox'/f'{pid}.md', inbox.parent): continue
+            meta = _read_meta(b)
+            if meta.get('cell_id') != cell_id or (meta.get('notebook') or None) != (notebook or None): continue
+            if _read(b/'prompt.md', len(want) + 1) == want: return pid
+        except (OSError, DeadDropError): continue   # a reply or prompt that is no plain file: never re-attach to it
     return None
 
 
@@ -234,8 +284,8 @@ class _Terminators:
 
     def _line(self, line, out):
         "Handle one whole line that began at a line start; True at `---DONE---`."
-        if line.strip() == DONE: return True
-        if m := _MODEL.fullmatch(line): self.model = m.group(1) or self.model
+        if len(line) <= _MAX_TERMINATOR and line.strip() == DONE: return True
+        if len(line) <= _MAX_TERMINATOR and (m := _MODEL.fullmatch(line)): self.model = m.group(1) or self.model
         else:
             out.append(self.nl + line)
             self.nl = '\n'
@@ -267,36 +317,38 @@ class _Terminators:
 
 
 def _maybe_terminator(part):
-    "Whether a partial line could still grow into a terminator line."
+    "Whether a partial line could still grow into a terminator line (a long one cannot: nothing holds text unboundedly)."
+    if len(part) > _MAX_TERMINATOR: return False
     q = part.lstrip()
     return DONE.startswith(q.rstrip()) or '---MODEL:'.startswith(q) or q.startswith('---MODEL:')
 
 
-def _follow(path, poll, timeout, what):
-    "Yield ('content', text) as `path` grows, then ('done', info); `ReplyStalled` after `timeout` s without bytes."
+def _follow(path, poll, timeout, what, inside):
+    """Yield ('content', text) as `path` grows, then ('done', info); `ReplyStalled` after `timeout` s without new text
+    (bytes the terminator parser holds back do not count), `DeadDropError` if `path` is no plain file in `inside`."""
     dec, term, f = codecs.getincrementaldecoder('utf-8')('replace'), _Terminators(), None
     last, idle = time.monotonic(), False
     try:
         while True:
-            if f is None and path.exists(): f = open(path, 'rb', buffering=0)
+            if f is None: f = _open(path, inside)
             data = f.read(1 << 20) if f else b''
-            if not data:
-                if idle and term.at_rest():   # a last `---DONE---` without a newline, and a whole poll with nothing more
+            if data:
+                text, done = term.feed(dec.decode(data))
+                if text:
+                    yield 'content', text
+                    last = time.monotonic()   # counted from the consumer's return: its time is not the responder's
+                if done:
                     yield 'done', dict(model=term.model) if term.model else {}
                     return
-                if timeout is not None and time.monotonic() - last > timeout:
-                    raise ReplyStalled(f'No reply text for {timeout:g} s ({what}, {path}); the prompt stays in '
-                                       'the dead drop: re-run the cell to follow it again, or raise the timeout',
-                                       path=str(path), timeout=timeout)
-                time.sleep(poll)
-                idle = True
-                continue
-            last, idle = time.monotonic(), False
-            text, done = term.feed(dec.decode(data))
-            if text: yield 'content', text
-            if done:
+            elif idle and term.at_rest():   # a last `---DONE---` without a newline, and a whole poll with nothing more
                 yield 'done', dict(model=term.model) if term.model else {}
                 return
+            if timeout is not None and time.monotonic() - last > timeout:
+                raise ReplyStalled(f'No reply text for {timeout:g} s ({what}, {path}); the prompt stays in '
+                                   'the dead drop: re-run the cell to follow it again, or raise the timeout',
+                                   path=str(path), timeout=timeout)
+            if not data: time.sleep(poll)
+            idle = not data
     finally:
         if f: f.close()
 
@@ -309,8 +361,9 @@ def follow_reply(
     timeout:float=None,    # Seconds without new reply text before `ReplyStalled`; None waits forever
 ):                         # ('content', text) events, then ('done', {'model': name} or {})
     "Stream the reply to prompt `pid` as the responder appends it, without its terminator lines."
-    path = _inbox(root, sid).parent/'outbox'/f'{valid_prompt_id(pid)}.md'
-    return _follow(path, poll, timeout, f'dead-drop session {sid!r}, prompt {pid}')
+    session = _inbox(root, sid).parent
+    return _follow(session/'outbox'/f'{valid_prompt_id(pid)}.md', poll, timeout, f'dead-drop session {sid!r}, prompt {pid}',
+                   session)
 
 
 def cancel(
@@ -346,13 +399,18 @@ def follow_legacy(
     timeout:float=None,  # Seconds without new reply text before `ReplyStalled`; None waits forever
 ):                       # ('content', text) events, then ('done', info)
     "Stream `<root>/responses/<pid>` as it grows, like `follow_reply`."
-    return _follow(Path(root)/'responses'/valid_prompt_id(pid), poll, timeout, f'legacy dead drop, prompt {pid}')
+    d = Path(root)/'responses'
+    return _follow(d/valid_prompt_id(pid), poll, timeout, f'legacy dead drop, prompt {pid}', d)
 
 
 def _load(b, sid):
     "The prompt in bundle folder `b` as a dict."
     imgs = sorted((p for p in b.iterdir() if p.name.startswith('image-')), key=lambda p: (len(p.stem), p.stem))
-    return dict(id=b.name, session=sid, prompt=(b/'prompt.md').read_text(encoding='utf-8'), meta=_read_meta(b),
+    raw = _read(b/'prompt.md', _MAX_PROMPT + 1)
+    if raw is None or len(raw) > _MAX_PROMPT:
+        raise DeadDropError(f'Prompt {b.name} in session {sid!r} has ' + ('no prompt.md' if raw is None else
+                            f'a prompt.md over {_MAX_PROMPT >> 20} MB') + '; skip it', session=sid, prompt_id=b.name)
+    return dict(id=b.name, session=sid, prompt=raw.decode('utf-8', 'replace'), meta=_read_meta(b),
                 images=[str(p) for p in imgs])
 
 
@@ -368,7 +426,9 @@ def next_prompt(
     outbox = inbox.parent/'outbox'
     while True:
         for pid in _bundles(inbox):
-            if not (inbox/pid/'cancelled').exists() and not (outbox/f'{pid}.md').exists(): return _load(inbox/pid, sid)
+            if (inbox/pid/'cancelled').exists() or (outbox/f'{pid}.md').exists(): continue
+            try: return _load(inbox/pid, sid)
+            except DeadDropError: continue   # no readable prompt.md: not a prompt, and it must not block the queue
         if not wait or end is not None and time.monotonic() >= end: return None
         time.sleep(poll)
 
@@ -400,9 +460,9 @@ def reply_stream(
     b = _bundle(root, sid, pid)
     _refuse_cancelled(b, sid)
     path = b.parent.parent/'outbox'/f'{pid}.md'
-    if _reply_done(path): raise DeadDropError(f'Prompt {pid} in session {sid!r} is already answered', session=sid)
+    if _reply_done(path, None): raise DeadDropError(f'Prompt {pid} in session {sid!r} is already answered', session=sid)
     last = b'\n'
-    with open(path, 'ab') as f:
+    with _open(path, append=True) as f:
         for c in chunks:
             if not c: continue
             _refuse_cancelled(b, sid)
@@ -424,12 +484,13 @@ def show(
     "A prompt with its state: 'waiting', 'replying', 'answered' or 'cancelled', and its reply so far."
     b = _bundle(root, sid, pid)
     p, path = _load(b, sid), b.parent.parent/'outbox'/f'{pid}.md'
-    raw = path.read_bytes().decode('utf-8', 'replace') if path.exists() else ''
-    term = _Terminators()
-    reply, done = term.feed(raw)
+    raw = _read(path, _MAX_SHOW + 1, b.parent.parent)
+    term, cut = _Terminators(), raw is not None and len(raw) > _MAX_SHOW
+    reply, done = term.feed((raw or b'')[:_MAX_SHOW].decode('utf-8', 'replace'))
     status = ('cancelled' if (b/'cancelled').exists() else 'answered' if done else
-              'replying' if path.exists() else 'waiting')
-    return dict(p, status=status, reply=reply if done else reply + term.nl + term.buf, model=term.model)
+              'replying' if raw is not None else 'waiting')
+    reply = reply if done else reply + term.nl + term.buf
+    return dict(p, status=status, reply=reply + (f'\n[... cut at {_MAX_SHOW >> 20} MB]' if cut else ''), model=term.model)
 
 
 # The command line

@@ -10,6 +10,7 @@
     ├── ReplyBroken                 the connection dropped mid-reply (also ConnectionError)
     ├── ReplyStalled                no token arrived for `timeout` seconds (also TimeoutError)
     ├── ReplyInterrupted            the user interrupted the kernel (also KeyboardInterrupt's role)
+    ├── ReplyTooLong                the reply grew past `max_reply` characters and was stopped (also OverflowError)
     ├── NoModel                     nothing configured and nothing reachable (also LookupError)
     ├── SettingsError               a setting has a value that cannot work (also ValueError)
     ├── DeadDropError               a dead-drop session or prompt id is bad, unknown or cancelled (also ValueError)
@@ -22,7 +23,7 @@ paragraph, never a traceback wall (IPython honours `_render_traceback_`).
 """
 
 __all__ = ['BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaError', 'OllamaUnreachable',
-           'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'NoModel', 'SettingsError',
+           'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'ReplyTooLong', 'NoModel', 'SettingsError',
            'DeadDropError', 'CassetteDrift', 'BenchError', 'LocalModelError']
 
 
@@ -43,6 +44,7 @@ class OllamaModelNotFound(OllamaError, ModelNotFound): "The model is not pulled 
 class ReplyBroken(BoopError, ConnectionError): "The connection dropped in the middle of a reply."
 class ReplyStalled(BoopError, TimeoutError): "No token arrived for `timeout` seconds."
 class ReplyInterrupted(BoopError): "The user interrupted the kernel while a reply streamed."
+class ReplyTooLong(BoopError, OverflowError): "The reply grew past `max_reply` characters, so it was stopped."
 class NoModel(BoopError, LookupError): "No model is configured and none is reachable."
 class SettingsError(BoopError, ValueError): "A setting has a value that cannot work."
 class DeadDropError(BoopError, ValueError): "A dead-drop session or prompt id is bad, unknown or cancelled."

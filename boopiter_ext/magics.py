@@ -21,12 +21,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class, cell_magic, line_magic
 from IPython.core.magic_arguments import magic_arguments, argument, parse_argstring
 from traitlets import Unicode, Integer, Float, Bool
-from .binding import binding_bundle, binding_text, clean_binding, saved_binding, screen_binding, stamp
+from .binding import binding_bundle, binding_text, clean_binding, may_choose, saved_binding, screen_binding, stamp
 from .capture import CellRecorder
 from .context import prompt_text, SYSTEM_PROMPT
-from .errors import BoopError, ReplyBroken, ReplyStalled, ReplyInterrupted
+from .errors import BoopError, ReplyBroken, ReplyStalled, ReplyInterrupted, ReplyTooLong
 from .models import LOCAL_ID, is_ollama_id, ollama_name, picked_model
-from .settings import SETTINGS, DEFAULTS, THINK_LEVELS, load_settings, public_url, short_source
+from .settings import SETTINGS, DEFAULTS, RULES, THINK_LEVELS, check_setting, load_settings, public_url, short_source
 
 log = logging.getLogger('boopiter_ext')
 
@@ -37,11 +37,11 @@ def _trait(key):
 
 
 def _warm_up(needs_litellm=lambda: True):
-    """Import what the first prompt needs off the main thread: the Markdown parser, and litellm (~4.5 s) unless
-    `needs_litellm()` says no (it reads the settings and the saved notebook, which is no work for `%load_ext`)."""
+    """Import what the first prompt needs off the main thread: the Markdown parser and sanitizer, and litellm (~4.5 s)
+    unless `needs_litellm()` says no (it reads the settings and the saved notebook, which is no work for `%load_ext`)."""
     try:
-        from . import render
-        render._parser()
+        from .sanitize import safe_markdown
+        safe_markdown('*warm*')
         if needs_litellm():
             from . import litellm_client
             litellm_client.import_litellm()
@@ -59,6 +59,7 @@ class BoopMagics(Magics):
     host, api_base, api_key_env, models = _trait('host'), _trait('api_base'), _trait('api_key_env'), _trait('models')
     timeout = _trait('timeout')
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
+    max_reply = _trait('max_reply')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
     max_images, image_size, vision_models = _trait('max_images'), _trait('image_size'), _trait('vision_models')
     reuse, cache_dir, cassette, cassette_file = _trait('reuse'), _trait('cache_dir'), _trait('cassette'), _trait('cassette_file')
@@ -76,6 +77,7 @@ class BoopMagics(Magics):
         self._lock = threading.Lock()   # widget callbacks may run on a comm subshell's thread
         self._tidier, self._stopped, self._tape = None, False, None   # _tape: (file stat, the cassette replayed)
         self._pushed = {}   # tools put into the user namespace: name -> function
+        self._told = set()   # settings notes a prompt has shown already: each is said once
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
 
@@ -124,9 +126,11 @@ class BoopMagics(Magics):
         return self._catalog
 
     def _ollama_only(self):
+        "Whether no model this notebook is set to use goes through litellm (only cloud ids do)."
+        from .models import uses_litellm
         s = self.settings(nb=self.notebook())
         models = [m for m in (s['model'], s['reasoning_model']) if m]
-        return bool(s['model']) and all(map(is_ollama_id, models))
+        return bool(s['model']) and not any(uses_litellm(m, s) for m in models)
 
     # -- settings
     def notebook(self):
@@ -219,6 +223,8 @@ class BoopMagics(Magics):
             Why does the loop above print the same value twice?
         """
         args = parse_argstring(self.prompt, line)
+        if args.model and not check_setting('model', args.model):
+            raise UsageError(f'`-m` needs {RULES["model"][1]}; `%boop models` lists the ids in reach.')
         question = prompt_text('%%prompt\n' + cell)
         if not question: raise UsageError('The prompt is empty: write your question on the lines below `%%prompt`.')
         nb = self.notebook()
@@ -321,6 +327,7 @@ class BoopMagics(Magics):
         if s['cassette'] not in ('record', 'replay'): return print('No cassette in use; `%boop record` or `%boop replay`.')
         try: cassette = self._cassette(s, recording=s['cassette'] == 'record')
         except CassetteDrift as e: return print(e)
+        for w in cassette.warnings: print(f'warning   {w}')
         models = ', '.join(sorted({t['model'] for t in cassette.turns.values()})) or 'none yet'
         held = f'{self._shown_path(cassette.path)} ({len(cassette)} turn{"s" * (len(cassette) != 1)}; models: {models})'
         print(f'Recording every model turn to {held}. Every prompt asks the model; `%boop cassette off` stops.'
@@ -436,7 +443,9 @@ class BoopMagics(Magics):
         auto = settings['auto'] and bool(tools)
         cells = self._cells_above(nb) if with_context else []
         msgs, ledger = self._context(question, settings, info, cells, tools, auto, self._folder(nb))
-        note = '; '.join(filter(None, [note, effort_note, *settings.screened]))
+        told = [n for n in settings.notes if n not in self._told]   # a refused setting: said in the first prompt only
+        self._told.update(told)
+        note = '; '.join(filter(None, [note, effort_note, *settings.screened, *told]))
         source = picked_model(settings)[1]
         route = dict(router.describe(model, settings), note=note, picked_by=short_source(source), effort=effort,
                      reasoning_model=bool(settings['reasoning'] and settings['reasoning_model'] and source != 'cell option'),
@@ -594,21 +603,22 @@ class BoopMagics(Magics):
             meta = dict(notebook=str(self.notebook() or ''), cell_id=getattr(current, 'cell_id', None))
             events = self.router.chat(model, msgs, settings, info, num_ctx=view.ledger['window'], meta=meta)
             view.route.update(self.router.describe(model, settings))   # the embedded model's address is known once started
-            pump(events, reply, view.update, view.interval)
+            pump(events, reply, view.update, view.interval, limit=settings['max_reply'])
             reply.finish('done')
         except KeyboardInterrupt:
             reply.finish('interrupted')
             err = ReplyInterrupted(f'Interrupted after {reply.chunks:,} tokens; the partial reply is kept above.'
                                    if reply.chunks else 'Interrupted before the model answered.')
         except BoopError as e:
-            reply.finish({ReplyBroken: 'broken', ReplyStalled: 'stalled'}.get(type(e), 'error'))
+            reply.finish({ReplyBroken: 'broken', ReplyStalled: 'stalled', ReplyTooLong: 'too long'}.get(type(e), 'error'))
             err = e
         finally:
             if events is not None: events.close()   # hangs up if the stream is still open
             if reply.status == 'streaming': reply.finish('error')   # a bug escaped: keep what arrived anyway
             output = self._shown(view.final(reply))
         if err is not None and (raise_interrupt or not isinstance(err, ReplyInterrupted)):
-            if reply.chunks and not isinstance(err, ReplyInterrupted): err.args = (f'{err} The partial reply is kept above.',)
+            if reply.chunks and not isinstance(err, (ReplyInterrupted, ReplyTooLong)):
+                err.args = (f'{err} The partial reply is kept above.',)
             raise err
         return reply, output
 
@@ -642,7 +652,8 @@ class BoopMagics(Magics):
             from .notebook import saved_cells
             from .replay import saved_auto_model
             nb = self.notebook()
-            if (before := saved_auto_model(self.recorder.cells(), saved_cells(nb) if nb else None)) not in (None, LOCAL_ID):
+            before = saved_auto_model(self.recorder.cells(), saved_cells(nb) if nb else None)
+            if before not in (None, LOCAL_ID) and may_choose(before, settings):   # a notebook may not pick a provider
                 return before, (f'{note.partition(",")[0]}; {before} answered these prompts before, so its saved replies '
                                 'are shown again (a changed prompt needs it running)')
         if note and settings['cassette'] == 'record':

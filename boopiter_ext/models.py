@@ -4,17 +4,23 @@ Model ids:
 
 - a bare Ollama name (`qwen3:1.7b`), `ollama_chat/NAME`, `ollama/NAME` or `hf.co/...`: Ollama, streamed
   directly over HTTP (`ollama.py`);
-- `local/smollm2-135m`: the embedded model (`local.py`), through the OpenAI-compatible route;
-- anything else (`openai/NAME` with `api_base`, cloud ids with your own keys in the environment):
-  litellm (`litellm_client.py`).
+- `local/smollm2-135m`: the embedded model (`local.py`), and `openai/NAME` with `api_base` set: an
+  OpenAI-compatible server, streamed directly over HTTP (`openai_client.py`);
+- anything else (cloud ids with your own keys in the environment, other providers' ids): litellm
+  (`litellm_client.py`).
+
+Every client wraps its stream in a `StallWatch`: a reply that yields no token for `timeout` seconds (the
+first one included) is hung up and ends in `ReplyStalled`, whatever the server keeps sending.
 
 With no model configured, the first model Ollama lists answers; if Ollama is unreachable or has no
 models, the embedded model does (when installed); otherwise `NoModel` says how to get one.
 """
 
-__all__ = ['Router', 'route_name', 'is_ollama_id', 'ollama_name', 'ollama_tag', 'picked_model', 'declared_vision', 'LOCAL_ID']
+__all__ = ['Router', 'StallWatch', 'route_name', 'uses_litellm', 'is_ollama_id', 'ollama_name', 'ollama_tag', 'picked_model',
+           'declared_vision', 'LOCAL_ID']
 
-import fnmatch, logging, os
+import fnmatch, logging, os, threading
+from time import monotonic
 from .errors import BoopError, NoModel, OllamaError, OllamaUnreachable, ReplyStalled, SettingsError
 from .settings import public_url, short_source
 
@@ -45,6 +51,14 @@ def route_name(model:str)->str:
     return 'ollama' if is_ollama_id(model) else 'litellm'
 
 
+def uses_litellm(
+    model:str,  # Model id
+    settings,   # Resolved settings (`api_base`)
+)->bool:
+    "Whether litellm answers `model`: any id but Ollama's, the embedded model, a dead drop and `openai/NAME` on `api_base`."
+    return route_name(model) == 'litellm' and not (model.startswith('openai/') and settings['api_base'])
+
+
 def picked_model(settings)->tuple:
     "(model id or '', where the pick came from): a cell's `-m`, else the reasoning model while the toggle is on, else `model`."
     if settings['model'] and settings.source['model'] == 'cell option': return settings['model'], 'cell option'
@@ -63,6 +77,69 @@ def _litellm_vision(model):
     from .litellm_client import import_litellm
     try: return bool(import_litellm().supports_vision(model=model))
     except Exception: return False   # unknown ids raise, or log and return False, depending on the version
+
+
+class StallWatch:
+    """A deadline between tokens (and to the first one) for a streamed reply: every client wraps its events in it.
+
+    A per-read socket timeout never fires while a server trickles bytes that complete no token, so a thread of
+    its own waits for the deadline and then calls the `hang_up` the client `arm`s it with, which shuts the socket
+    down: that wakes the read blocked in the kernel's thread, and the client raises `stalled(model)`. Time the
+    consumer spends between tokens does not count, and the thread ends with the stream."""
+    def __init__(self,
+                 timeout:float):  # Seconds without a token before hanging up; 0 or None waits for ever
+        self.timeout, self.fired, self.last, self._hang_up = timeout or None, False, None, None
+        self._lock, self._done = threading.Lock(), threading.Event()
+
+    @property
+    def backstop(self)->float|None:
+        "A per-read socket timeout just past the deadline, for waits the watch cannot cut short (response headers)."
+        return self.timeout and self.timeout + 1
+
+    def follow(self, events):
+        "Yield `events`, timing each wait for the next one; closing this generator closes `events`."
+        self.last = monotonic()
+        if self.timeout: threading.Thread(target=self._watch, name='boopiter-stall-watch', daemon=True).start()
+        try:
+            for ev in events:
+                self.last = None   # the consumer's time is not the server's
+                yield ev
+                self.last = monotonic()
+        finally:
+            with self._lock: self._done.set()   # under the lock: no hang-up once the stream is let go
+            events.close()
+
+    def arm(self, hang_up)->bool:
+        "Call `hang_up()` when the deadline passes; False if it already has (the caller raises `stalled`)."
+        with self._lock:
+            self._hang_up = hang_up
+            return not self.expired()
+
+    def expired(self)->bool:
+        "Whether the deadline has passed: read by the clock, so a failure it caused is a stall even before the watch wakes."
+        last = self.last
+        return self.fired or bool(self.timeout) and last is not None and monotonic() - last >= self.timeout
+
+    def stalled(self, model:str)->ReplyStalled:
+        "The error for a stall, saying what to change if the model is only slow."
+        return ReplyStalled(f'No token from {model} for {self.timeout:g} s, so boopiter stopped waiting. If the model is '
+                            'just slow to load, raise `timeout` (settings.ini, or `%config BoopMagics.timeout = 600`).',
+                            model=model, timeout=self.timeout)
+
+    def _left(self):
+        last = self.last
+        return self.timeout if last is None else max(0.0, last + self.timeout - monotonic())
+
+    def _watch(self):
+        while not self._done.wait(self._left()):
+            if not self.expired(): continue   # a token came (or the consumer has it) while we slept
+            with self._lock:
+                if self._done.is_set(): return
+                self.fired = True
+                try:
+                    if self._hang_up is not None: self._hang_up()
+                except (OSError, RuntimeError, ValueError): pass   # closed or released meanwhile: no read blocks
+            return
 
 
 def deaddrop_chat(model, messages, settings, meta=None):
@@ -101,9 +178,9 @@ def deaddrop_chat(model, messages, settings, meta=None):
 
 
 class Router:
-    "Routes model ids to clients, keeping one HTTP session per Ollama server for the kernel's life."
+    "Routes model ids to clients, keeping one HTTP session per server (Ollama or OpenAI-compatible) for the kernel's life."
     def __init__(self):
-        self._ollama, self._litellm, self._local = {}, None, None
+        self._ollama, self._openai, self._litellm, self._local = {}, {}, None, None
 
     def ollama(self, settings):
         "The `OllamaClient` for the configured host (created once per host)."
@@ -112,6 +189,18 @@ class Router:
         if host not in self._ollama: self._ollama[host] = OllamaClient(host)
         client = self._ollama[host]
         client.timeout, client.source = settings['timeout'], short_source(settings.source.get('host', 'default'))
+        return client
+
+    def openai(self,
+               base:str,        # The server's base URL, ending in `/v1` as a rule
+               api_key:str,     # Sent as a Bearer token (`api_key` decides it)
+               timeout:float,   # Seconds to wait for the next token
+               where:str=None): # How to name the server in messages
+        "The `OpenAIClient` for `base` (created once per server, so its connection is reused)."
+        from .openai_client import OpenAIClient
+        if base not in self._openai: self._openai[base] = OpenAIClient(base)
+        client = self._openai[base]
+        client.api_key, client.timeout, client.where = api_key, timeout, where or public_url(base)
         return client
 
     @property
@@ -171,6 +260,8 @@ class Router:
         if route == 'ollama': return dict(name='Ollama', endpoint=self.ollama(settings).where)
         if route == 'local': return dict(name='embedded llama.cpp', endpoint=self.local.url or 'not started yet')
         if route == 'deaddrop': return dict(name='dead drop', endpoint='', session=model.partition('/')[2])
+        if not uses_litellm(model, settings):
+            return dict(name='OpenAI-compatible', endpoint=public_url(settings['api_base']))
         return dict(name='litellm', endpoint=public_url(settings['api_base']) if settings['api_base'] else '')
 
     def chat(self,
@@ -189,19 +280,22 @@ class Router:
                                               num_ctx=num_ctx, max_tokens=max_tokens)
         if route == 'deaddrop': return deaddrop_chat(model, messages, settings, meta)
         if route == 'local':
-            return self.litellm.chat(f'openai/{model.partition("/")[2]}', messages, api_base=self.local.ensure() + '/v1',
-                                     api_key='none', max_tokens=max_tokens or self.local.max_tokens,
-                                     timeout=settings['timeout'], where='the embedded model')
-        api_base = settings['api_base'] or None
-        return self.litellm.chat(model, messages, api_base=api_base, api_key=self.api_key(settings) if api_base else None,
+            client = self.openai(self.local.ensure() + '/v1', None, settings['timeout'], 'the embedded model')
+            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens or self.local.max_tokens)
+        if not uses_litellm(model, settings):   # `openai/NAME` on `api_base`: llama.cpp, vLLM, LM Studio...
+            client = self.openai(settings['api_base'], self.api_key(settings), settings['timeout'])
+            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens, think=effort or None)
+        api_base = settings['api_base'] or None   # another provider's protocol on a server of yours: litellm speaks it
+        key = (self.api_key(settings) or 'none') if api_base else None   # the SDK under litellm insists on some key
+        return self.litellm.chat(model, messages, api_base=api_base, api_key=key,
                                  max_tokens=max_tokens, think=effort or None, timeout=settings['timeout'])
 
     @staticmethod
-    def api_key(settings)->str:
-        "The key for a custom `api_base`: the value of the variable `api_key_env` names, else a dummy."
+    def api_key(settings)->str|None:
+        "The key for a custom `api_base`: the value of the variable `api_key_env` names, else None (none is sent)."
         # never litellm's own pick from the environment, which would send, say, your OpenAI key to any server
         name = settings['api_key_env']
-        if not name: return 'none'   # local OpenAI-compatible servers take any key, but the SDK insists on one
+        if not name: return None
         if settings.project and settings.source['api_base'] == settings.project:
             raise SettingsError(f'`api_base` comes from the project file {settings.project}, and boopiter sends your '
                                 f'key (`api_key_env = {name}`) only to an `api_base` you set yourself: in your own '
@@ -212,5 +306,5 @@ class Router:
 
     def close(self):
         "Close every HTTP session and stop the embedded model."
-        for c in self._ollama.values(): c.close()
+        for c in [*self._ollama.values(), *self._openai.values()]: c.close()
         if self._local is not None: self._local.stop()

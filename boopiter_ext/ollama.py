@@ -5,8 +5,10 @@
 
 It reads the NDJSON stream directly (litellm's `ollama_chat` costs about 150x more per chunk), so
 `keep_alive`, `options.num_ctx`, `options.num_predict` and `think` reach Ollama as given. This is the
-only module that catches `requests` exceptions; it re-raises them as `errors.OllamaError` and
-friends, with messages that say where it looked and what to do.
+module that catches `requests` exceptions for Ollama (`openai_client.py` does the same for OpenAI-compatible
+servers); it re-raises them as `errors.OllamaError` and friends, with messages that say where it looked and what
+to do. A reply that yields no token for `timeout` seconds is hung up (`models.StallWatch`), however many bytes the
+server keeps trickling.
 """
 
 __all__ = ['OllamaClient', 'keep_alive_value', 'think_value', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded',
@@ -16,10 +18,9 @@ import json, logging, os, threading, warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 import requests
-from urllib3.exceptions import ReadTimeoutError
-from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken, ReplyStalled
+from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken
 from .messages import msg_text, msg_images
-from .models import is_ollama_id, ollama_name, ollama_tag
+from .models import StallWatch, is_ollama_id, ollama_name, ollama_tag
 from .settings import EFFORTS, ollama_url, public_url
 
 
@@ -45,17 +46,14 @@ def think_value(
     return level if level in levels else True
 
 
+def _text(v)->str: return ' '.join(str(v).split())[:1000]   # a server's message, on one line and not endless
+def _num(v, typ=int): return v if isinstance(v, typ) else None      # a field of the kind expected, or nothing
+
+
 def _ollama_msg(m):
     d = dict(role=m['role'], content=msg_text(m))
     if (imgs := msg_images(m)): d['images'] = imgs
     return d
-
-
-def _read_timeout(e):
-    while e is not None:
-        if isinstance(e, (ReadTimeoutError, requests.ReadTimeout)): return True
-        e = e.args[0] if e.args and isinstance(e.args[0], BaseException) else e.__context__
-    return False
 
 
 class OllamaClient:
@@ -77,31 +75,27 @@ class OllamaClient:
     def __exit__(self, *exc): self.close()
 
     @contextmanager
-    def _errors(self, model=None, streaming=False):
-        "Translate `requests` failures into boopiter errors, once, here."
+    def _errors(self, model=None, watch=None, streaming=False):
+        "Translate `requests` failures into boopiter errors, once, here; with a `watch`, any stall is `ReplyStalled`."
         try: yield
-        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as e:
-            if streaming and _read_timeout(e): raise self._stalled(model) from e
-            if streaming: raise ReplyBroken(f'The connection to Ollama at {self.where} dropped in the middle of the '
-                                            'reply.', host=self.where, model=model) from e
-            raise OllamaUnreachable(
+        except requests.RequestException as e:
+            if watch is not None and watch.expired(): raise watch.stalled(model) from e
+            raise self._error(e, model, streaming) from e
+
+    def _error(self, e, model, streaming):
+        if isinstance(e, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
+            if streaming: return ReplyBroken(f'The connection to Ollama at {self.where} dropped in the middle of the '
+                                            'reply.', host=self.where, model=model)
+            return OllamaUnreachable(
                 f'Ollama is not reachable at {self.where} (host from {self.source}). Start it with `ollama serve` '
                 '(or open the Ollama app), or point boopiter elsewhere: OLLAMA_HOST, `host = ...` in settings.ini, '
-                'or `%%prompt -m` another model.', host=self.where) from e
-        except requests.Timeout as e:
-            if streaming: raise self._stalled(model) from e
-            if isinstance(e, requests.ReadTimeout):
-                raise OllamaError(f'Ollama at {self.where} did not answer within {self._answer_timeout:g} s.',
-                                  host=self.where) from e
-            raise OllamaUnreachable(f'Ollama at {self.where} did not accept a connection within '
-                                    f'{self.connect_timeout:g} s.', host=self.where) from e
-        except requests.RequestException as e:
-            raise OllamaError(f'Talking to Ollama at {self.where} failed: {e}', host=self.where) from e
-
-    def _stalled(self, model):
-        return ReplyStalled(f'No token from {model} for {self.timeout:g} s, so boopiter stopped waiting. If the model '
-                            'is just slow to load, raise `timeout` (settings.ini, or `%config BoopMagics.timeout = 600`).',
-                            model=model, timeout=self.timeout)
+                'or `%%prompt -m` another model.', host=self.where)
+        if isinstance(e, requests.ReadTimeout):
+            return OllamaError(f'Ollama at {self.where} did not answer within {self._answer_timeout:g} s.', host=self.where)
+        if isinstance(e, requests.Timeout):
+            return OllamaUnreachable(f'Ollama at {self.where} did not accept a connection within '
+                                     f'{self.connect_timeout:g} s.', host=self.where)
+        return OllamaError(f'Talking to Ollama at {self.where} failed: {e}', host=self.where)
 
     @property
     def _answer_timeout(self): return min(self.timeout, 30)   # listing and model info are quick, or something is wrong
@@ -115,10 +109,12 @@ class OllamaClient:
             except ValueError: raise OllamaError(f'{self.where} answered {path} with something that is not JSON: is it '
                                                  'an Ollama server? Check OLLAMA_HOST or `host`.', host=self.where) from None
 
-    def _http_error(self, r, model=None):
-        try: msg = r.json().get('error') or r.text
-        except ValueError: msg = r.text
-        msg = (msg or r.reason or '').strip()[:1000]
+    def _http_error(self, r, model=None, raw=None):
+        "The error for a response that is not 200, with Ollama's own message (`raw`: the body, if `r` streams)."
+        raw = (r.content if raw is None else raw)[:1 << 16]
+        try: msg = json.loads(raw).get('error') or ''
+        except (ValueError, AttributeError): msg = ''
+        msg = _text(msg or raw.decode('utf-8', 'replace') or r.reason or '')
         if r.status_code == 404 and model:
             try: names = ', '.join(self.tags_names()[:8]) or 'none'
             except OllamaError: names = 'unknown'
@@ -188,36 +184,44 @@ class OllamaClient:
              keep_alive=None,          # Ollama's `keep_alive` (see `keep_alive_value`); None sends nothing
              num_ctx:int=None,         # Context window to load the model with
              max_tokens:int=None):     # Longest reply (`num_predict`)
-        "Stream a reply as ('content'|'thinking', text) events, then ('done', info)."
+        """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
+        seconds without a token."""
         name = ollama_name(model)
         body = dict(model=name, messages=[_ollama_msg(m) for m in messages], stream=True)
         opts = {k: v for k,v in dict(num_ctx=num_ctx, num_predict=max_tokens).items() if v}
         if opts: body['options'] = opts
         if keep_alive is not None: body['keep_alive'] = keep_alive
         if think is not None: body['think'] = think
-        with self._errors(name):
+        watch = StallWatch(self.timeout)
+        return watch.follow(self._stream(name, body, watch))
+
+    def _stream(self, name, body, watch):
+        with self._errors(name, watch):
             r = self.session.post(self.url + '/api/chat', json=body, stream=True,
-                                  timeout=(self.connect_timeout, self.timeout))
+                                  timeout=(self.connect_timeout, watch.backstop))
         done, tool_calls = False, []   # native tool calls: lenient mode can take them (see guards.recover_calls)
         with r:  # leaving this block early closes the connection; a stream read to its end keeps it for reuse
-            if r.status_code != 200: raise self._http_error(r, name)
-            with self._errors(name, streaming=True):
+            if not watch.arm(r.raw.shutdown): raise watch.stalled(name)
+            with self._errors(name, watch, streaming=True):
+                if r.status_code != 200: raise self._http_error(r, name, r.raw.read(1 << 16, decode_content=True))
                 for line in r.iter_lines(chunk_size=8192):
                     if not line: continue
                     try: d = json.loads(line)
-                    except ValueError: raise OllamaError(f'Ollama at {self.where} sent a line that is not JSON: '
-                                                         f'{line[:80]!r}', host=self.where, model=name) from None
-                    if (m := d.get('message')) is not None:
-                        if (t := m.get('thinking')): yield 'thinking', t
-                        if (c := m.get('content')): yield 'content', c
-                        tool_calls += m.get('tool_calls') or []
+                    except ValueError: d = None
+                    if not isinstance(d, dict): raise OllamaError(f'Ollama at {self.where} sent a line that is not a '
+                                                                  f'JSON object: {line[:80]!r}', host=self.where, model=name)
+                    if isinstance(m := d.get('message'), dict):
+                        if isinstance(t := m.get('thinking'), str) and t: yield 'thinking', t
+                        if isinstance(c := m.get('content'), str) and c: yield 'content', c
+                        if isinstance(calls := m.get('tool_calls'), list): tool_calls += calls
                     elif 'error' in d:
-                        raise OllamaError(f'Ollama reported an error in the middle of the reply: {d["error"]}',
+                        raise OllamaError(f'Ollama reported an error in the middle of the reply: {_text(d["error"])}',
                                           host=self.where, model=name)
                     if d.get('done'):
                         done = True
-                        yield 'done', dict(finish_reason=d.get('done_reason'), prompt_tokens=d.get('prompt_eval_count'),
-                                           completion_tokens=d.get('eval_count'), tool_calls=tool_calls or None)
+                        yield 'done', dict(finish_reason=_num(d.get('done_reason'), str),
+                                           prompt_tokens=_num(d.get('prompt_eval_count')),
+                                           completion_tokens=_num(d.get('eval_count')), tool_calls=tool_calls or None)
         if not done:
             raise ReplyBroken(f'The stream from Ollama at {self.where} ended before the reply was done.',
                               host=self.where, model=name)

@@ -10,136 +10,27 @@ Math written as `\(...\)` or `\[...\]` becomes `$...$` and `$$...$$`, which Jupy
 VS Code and GitHub all render; code blocks keep their language tags, so they are highlighted.
 
 Model text is untrusted: Jupyter renders Markdown outputs of the running session as trusted HTML,
-scripts included. So `safe_markdown` parses the reply with a CommonMark parser and, outside code
-blocks, defuses anything that could start a tag, turns remote images into links (no silent fetch
-that could leak the context in its URL), and disarms links and link definitions whose scheme is not
-http(s) or mailto. Code blocks are left exactly as written.
+scripts included. So the answer goes through `sanitize.safe_markdown` (rebuilt from its tokens, vetted by the
+nh3 allow-list sanitizer); while it streams, `sanitize.SafeStream` rebuilds only the part that is new. The rest
+of the Markdown is ours: fixed HTML around text escaped with `html.escape`, and code in fences nothing inside can
+close. Tool calls and their output are untrusted too, and are shown only inside such fences.
 """
 
-__all__ = ['safe_markdown', 'close_fences', 'reply_markdown', 'reply_plain', 'reply_metadata', 'reply_bundle',
-           'details_html', 'summary_line', 'MIME_KEY']
+__all__ = ['safe_markdown', 'reply_markdown', 'reply_plain', 'reply_metadata', 'reply_bundle', 'details_html',
+           'summary_line', 'MIME_KEY']
 
-import re
 from html import escape
 from textwrap import indent
-from urllib.parse import urlsplit
-from .context import fenced
+from .sanitize import SafeStream, fence, inline_text, normalize, safe_markdown
 from .settings import EFFORTS
 from .stream import STATUS_NOTES
 
 MIME_KEY = 'boopiter'
-_FENCE = re.compile(r'^ {0,3}(`{3,}|~{3,})')
-_TAG_START = re.compile(r'<(?=[A-Za-z/!?])')   # where raw HTML, comments or autolinks could begin
-_AUTOLINK = re.compile(r'<((?:https?|mailto):[^<>\s]+)>')  # kept as a bare URL, which GFM still links
-_WJ = '\u2060'   # word joiner: invisible, and no tag can start with it, so `<\u2060b>` shows as `<b>` but is text
-_DOLLAR = re.compile(r'(?<![\\$])\$(?=\d)')          # `$5` is money, not the start of math
-_MATH = re.compile(r'(?<!\\)\\\(((?:(?!\\[(\[]).)+?)(?<!\\)\\\)'     # \( inline \), not \\( (an escaped backslash)
-                   r'|(?<!\\)\\\[((?:(?!\\[(\[]).)+?)(?<!\\)\\\]', re.S)  # \[ display \]; scans stop at the next opener
-_MATHY = re.compile(r'[\\^_=+*/<>|]|\d')   # `\[Enter\]` and `- \[ \] todo` are prose, not math
-_SAFE_SCHEMES = {'', 'http', 'https', 'mailto'}
-_md = None
 
 
-def _parser():
-    "A CommonMark parser (markdown-it-py, imported on first use) that reports every link, whatever its scheme."
-    global _md
-    if _md is None:
-        from markdown_it import MarkdownIt
-        _md = MarkdownIt('commonmark', {'html': True}).enable(['table', 'strikethrough'])
-        _md.validateLink = lambda url: True
-    return _md
-
-
-def _scheme(url): return urlsplit(url.strip()).scheme.lower() if not url.strip().startswith('//') else 'https'
-def _remote(url): return _scheme(url) in ('http', 'https')
-
-
-def _code_spans(s):
-    "(start, end) of each inline code span in `s`, by CommonMark's backtick rules."
-    spans, i, n = [], 0, len(s)
-    while i < n:
-        if s[i] == '\\': i += 2; continue
-        if s[i] != '`': i += 1; continue
-        j = i
-        while j < n and s[j] == '`': j += 1
-        k = j
-        while (k := s.find('`', k)) >= 0:
-            e = k
-            while e < n and s[e] == '`': e += 1
-            if e - k == j - i: break
-            k = e
-        if k < 0: i = j
-        else: spans.append((i, e)); i = e
-    return spans
-
-
-def _span_content(code):
-    "A code span's content as CommonMark reads it: line ends as spaces, one padding space stripped."
-    inner = code.strip('`').replace('\n', ' ')
-    return inner[1:-1] if len(inner) > 1 and inner[0] == inner[-1] == ' ' and inner.strip() else inner
-
-
-def _dollar_math(m):
-    if m[1] is not None: return f'${m[1].strip()}$'
-    return f'$${m[2]}$$' if _MATHY.search(m[2]) else m[0]
-
-
-def _defuse(s, images=False, links=False):
-    "Prose with nothing that can start a tag, no money read as math, math in dollars, and, if asked, no images or links."
-    s = _MATH.sub(_dollar_math, _DOLLAR.sub(r'\\$', _TAG_START.sub('<' + _WJ, _AUTOLINK.sub(r'\1', s))))
-    if images: s = s.replace('![', '[🖼 ')           # a link to click, not a fetch that could leak the context
-    if links: s = s.replace('](', ']' + _WJ + '(')    # shown as text, not a link
-    return s
-
-
-def _paragraph(s, code, images, links):
-    "Defuse a paragraph outside its code spans, which are kept only where a scan agrees with the parser's."
-    spans = _code_spans(s)
-    if [_span_content(s[a:e]) for a,e in spans] != code: spans = []   # they disagree: treat it all as prose
-    out, pos = [], 0
-    for a,e in spans:
-        out += [_defuse(s[pos:a], images, links), s[a:e]]
-        pos = e
-    return ''.join(out) + _defuse(s[pos:], images, links)
-
-
-def safe_markdown(
-    text:str,  # Markdown written by a model
-)->str:        # The same Markdown, safe to render in a trusted Jupyter output
-    "Defuse raw HTML, remote images and script links in untrusted Markdown, leaving code exactly as written."
-    env, lines = {}, text.splitlines(keepends=True)
-    code, paras, everywhere = set(), {}, dict(images=False, links=False)
-    for t in _parser().parse(text, env):
-        if t.type in ('fence', 'code_block') and t.map: code.update(range(*t.map))
-        if t.type != 'inline': continue
-        kids = t.children or []
-        p = paras.setdefault(tuple(t.map), dict(code=[], images=False, links=False)) if t.map else everywhere
-        p.setdefault('code', []).extend(k.content for k in kids if k.type == 'code_inline')
-        p['images'] |= any(k.type == 'image' and _remote(k.attrGet('src') or '') for k in kids)
-        p['links'] |= any(k.type == 'link_open' and _scheme(k.attrGet('href') or '') not in _SAFE_SCHEMES for k in kids)
-    bad_defs = {ln for ref in env.get('references', {}).values() if _scheme(ref['href']) not in _SAFE_SCHEMES
-                for ln in range(*ref['map'])}
-    starts, out, i = {k[0]: (k, v) for k,v in paras.items()}, [], 0
-    while i < len(lines):
-        (start, end), p = starts.get(i, ((i, i+1), None))
-        if i in code: out.append(lines[i])
-        elif p is None or everywhere['images'] or everywhere['links']:
-            line = _defuse(lines[i], everywhere['images'], everywhere['links'])
-            out.append(line.replace(']:', ']' + _WJ + ':', 1) if i in bad_defs else line)   # no longer a definition
-            end = i + 1
-        else: out.append(_paragraph(''.join(lines[start:end]), p['code'], p['images'], p['links']))
-        i = max(end, i + 1)
-    return ''.join(out)
-
-
-def close_fences(text:str)->str:
-    "Close a code fence left open (mid-stream, or by a reply cut short), so what follows is not swallowed as code."
-    fence = None
-    for line in text.splitlines():
-        m = _FENCE.match(line)
-        if fence is None and m: fence = m[1]
-        elif fence and m and m[1][0] == fence[0] and len(m[1]) >= len(fence) and not line.strip()[len(m[1]):]: fence = None
-    return text if fence is None else text + ('' if text.endswith('\n') else '\n') + fence
+def _h(s)->str:
+    "Text for our HTML blocks: escaped, and on one line (a blank line would end the block, and what follows is Markdown)."
+    return escape(' '.join(normalize(str(s)).split()))
 
 
 def _fmt_int(n): return f'{n:,}' if isinstance(n, int) else str(n)
@@ -154,11 +45,11 @@ def _ledger_html(ledger):
     head = (f'Context: {_plural(n, "cell")}, '
             f'~{_fmt_int(ledger["tokens"])} tokens of a {_fmt_int(ledger["window"])}-token window')
     extra = [f'{ledger[k]} {k}' for k in ('clipped', 'dropped') if ledger.get(k)]
-    rows = ''.join(f'<li>{escape(i["label"])} · ~{_fmt_int(i["tokens"])} tokens'
-                   + ''.join(f' · image {escape(size)}' for size in i.get('images', ()))
-                   + f'{" · " + escape(i["status"]) if i["status"] != "sent" else ""}</li>' for i in ledger['items'])
-    notes = ''.join(f'<li>{escape(n)}</li>' for n in ledger.get('notes', []))
-    return f'<li>{escape(head)}{"; " + escape(", ".join(extra)) if extra else ""}<ul>{rows}{notes}</ul></li>'
+    rows = ''.join(f'<li>{_h(i["label"])} · ~{_fmt_int(i["tokens"])} tokens'
+                   + ''.join(f' · image {_h(size)}' for size in i.get('images', ()))
+                   + f'{" · " + _h(i["status"]) if i["status"] != "sent" else ""}</li>' for i in ledger['items'])
+    notes = ''.join(f'<li>{_h(n)}</li>' for n in ledger.get('notes', []))
+    return f'<li>{_h(head)}{"; " + _h(", ".join(extra)) if extra else ""}<ul>{rows}{notes}</ul></li>'
 
 
 def summary_line(reply, route:dict=None)->str:
@@ -224,8 +115,8 @@ def details_html(
     if reply.tokens_per_s: timing.append(f'{reply.tokens_per_s:.1f} tokens/s')
     if timing: rows.append('Speed: ' + ', '.join(timing))
     rows += [f'Note: {n}' for n in (route.get('note'),) if n]
-    items = ''.join(f'<li>{escape(r)}</li>' for r in reused + rows) + _ledger_html(ledger)
-    return (f'<details><summary>Reply details · {"reused · " * bool(reused)}{escape(summary_line(reply))}</summary>\n'
+    items = ''.join(f'<li>{_h(r)}</li>' for r in reused + rows) + _ledger_html(ledger)
+    return (f'<details><summary>Reply details · {"reused · " * bool(reused)}{_h(summary_line(reply))}</summary>\n'
             f'<ul>{items}</ul>\n</details>')
 
 
@@ -237,18 +128,24 @@ def _reasoning_html(reply, text):
     words = _plural(len(text.split()), 'word')
     summary = f'Reasoning · thinking… {words}' if reply.status == 'streaming' and not reply.answer.strip() else \
               f'Reasoning · {words}' + (f' · {reply.reasoning_s:.1f} s' if (reply.reasoning_s or 0) >= 0.05 else '')
-    return (f'<details class="boopiter-reasoning"><summary>{escape(summary)}</summary>\n\n'
-            f'<pre style="white-space: pre-wrap">{escape(text)}</pre>\n\n</details>\n\n')
+    return (f'<details class="boopiter-reasoning"><summary>{_h(summary)}</summary>\n\n'
+            f'<pre style="white-space: pre-wrap">{escape(normalize(text))}</pre>\n\n</details>\n\n')
 
 
-def reply_markdown(reply, route:dict=None, ledger:dict=None)->str:
-    "The whole reply as Markdown: reasoning section, safe answer (fences closed while streaming), details."
-    out = [f'*⚠ {escape(ledger["warning"])}*\n\n'] if ledger and ledger.get('warning') else []
+def reply_markdown(
+    reply,               # A `stream.Reply`
+    route:dict=None,     # Where it was answered (see `details_html`)
+    ledger:dict=None,    # The context ledger
+    stream:SafeStream=None, # While the reply streams: rebuilds only what is new (None: the whole answer, once)
+)->str:
+    "The whole reply as Markdown: reasoning section, safe answer, details."
+    out = [f'*⚠ {inline_text(ledger["warning"])}*\n\n'] if ledger and ledger.get('warning') else []
     if (reasoning := reply.reasoning.strip()): out.append(_reasoning_html(reply, reasoning))
-    out.append(close_fences(safe_markdown(reply.answer.lstrip('\n'))))
+    answer = reply.answer.lstrip('\n')
+    out.append(stream(answer) if stream is not None and reply.status == 'streaming' else safe_markdown(answer))
     if reply.status == 'done' and reasoning and not reply.answer.strip():
         out.append('*(the model only reasoned and gave no answer; its reasoning is above)*')
-    if reply.note: out.append(f'\n\n*({escape(reply.note)})*')
+    if reply.note: out.append(f'\n\n*({inline_text(reply.note)})*')
     if (m := _marker(reply)): out.append(f'\n\n{m}')
     if reply.status != 'streaming': out.append('\n\n' + details_html(reply, route, ledger))
     return ''.join(out)
@@ -281,9 +178,9 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
     return {MIME_KEY: {k: v for k,v in md.items() if v is not None}}
 
 
-def reply_bundle(reply, route:dict=None, ledger:dict=None)->tuple:
+def reply_bundle(reply, route:dict=None, ledger:dict=None, stream:SafeStream=None)->tuple:
     "(data, metadata) for a display: the same two mime types on every update."
-    return ({'text/markdown': reply_markdown(reply, route, ledger), 'text/plain': reply_plain(reply)},
+    return ({'text/markdown': reply_markdown(reply, route, ledger, stream), 'text/plain': reply_plain(reply)},
             reply_metadata(reply, route, ledger))
 
 
@@ -297,8 +194,8 @@ _STEP_MARK = {'ok': '✓', 'flagged': '⚠'}
 def _step_md(step)->str:
     "A call and its result, both in fences no text inside can close (model code and tool output are untrusted)."
     result = step.result if len(step.result) <= 600 else step.result[:600] + ' …'
-    head = f'{_STEP_MARK.get(step.status, "✗")} {escape(step.status)}' + (' (recovered from text)' if step.recovered else '')
-    return f'- {head}\n\n{indent(fenced(step.source, "python"), "  ")}\n\n{indent(fenced(result), "  ")}'
+    head = f'{_STEP_MARK.get(step.status, "✗")} {inline_text(step.status)}' + (' (recovered from text)' if step.recovered else '')
+    return f'- {head}\n\n{indent(fence(normalize(step.source), "python"), "  ")}\n\n{indent(fence(normalize(result)), "  ")}'
 
 
 def _one_line(source):
@@ -327,9 +224,9 @@ def loop_bundle(result)->tuple:
     n = len(result.steps)
     head = (f'Tool loop · stopped: {result.stop} · {result.rounds} round{"s" * (result.rounds != 1)} · '
             f'{n} call{"s" * (n != 1)}')
-    rows = ''.join(f'<li>round {s.round}: <code>{escape(_one_line(s.source))}</code> · {escape(s.status)}</li>'
+    rows = ''.join(f'<li>round {s.round}: <code>{_h(_one_line(s.source))}</code> · {_h(s.status)}</li>'
                    for s in result.steps)
-    md = (f'<details><summary>{escape(head)}</summary>\n<ul><li>Stop: {escape(result.stop)}: '
-          f'{escape(STOP_NOTES.get(result.stop, ""))}</li>{rows}</ul>\n</details>')
+    md = (f'<details><summary>{_h(head)}</summary>\n<ul><li>Stop: {_h(result.stop)}: '
+          f'{_h(STOP_NOTES.get(result.stop, ""))}</li>{rows}</ul>\n</details>')
     trace = dict(stop=result.stop, rounds=result.rounds, steps=[s.as_dict() for s in result.steps])
     return {'text/markdown': md, 'text/plain': head}, {MIME_KEY: {'tool_loop': trace}}

@@ -14,6 +14,10 @@ traceback frames, the kernel's process id in traceback paths, and memory address
   itself. Replaying serves every request from it, through the real loop, tools and guards; a request
   it has no turn for is refused (`CassetteDrift`: re-record), never invented.
 
+What is read back from a file (a saved reply's metadata, a cassette, a cache file) is checked at the
+boundary: `clean_snapshot` and `clean_model_info` keep known keys with values of the right type and range,
+and a cassette that cannot be read at all is refused with one line, never a traceback.
+
 The cassette format, version 1 (keys in this order; turns in the order they were recorded)::
 
     {"format": "boopiter-cassette", "version": 1,
@@ -24,16 +28,21 @@ The cassette format, version 1 (keys in this order; turns in the order they were
                 "recorded_at": "2026-11-30T10:00:00Z"}]}
 """
 
-__all__ = ['request_digest', 'find_saved_reply', 'saved_model_info', 'saved_snapshot', 'saved_auto_model', 'clean_snapshot', 'DiskCache',
-           'Cassette', 'cassette_path', 'CASSETTE_FORMAT', 'CASSETTE_VERSION']
+__all__ = ['request_digest', 'find_saved_reply', 'saved_model_info', 'saved_snapshot', 'saved_auto_model', 'clean_snapshot',
+           'clean_model_info', 'DiskCache', 'Cassette', 'cassette_path', 'CASSETTE_FORMAT', 'CASSETTE_VERSION',
+           'MAX_CONTEXT_LENGTH']
 
 import hashlib, json, os, re, tempfile, time
 from collections import OrderedDict
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from .errors import CassetteDrift
+from .notebook import clean_output, json_value, load_json
+from .settings import check_setting, refusal
+from .stream import STATUS_NOTES
 
 CASSETTE_FORMAT, CASSETTE_VERSION = 'boopiter-cassette', 1
+_DIGEST = re.compile(r'[\w:.-]{1,100}')   # `sha256:<hex>`
 _VOLATILE = [  # what differs between two runs of the same notebook, and only that: never a number the user wrote
     (re.compile(r'^In \[\d+\]:$', re.M), 'In [ ]:'),                      # the label `context.cell_text` writes
     (re.compile(r'\b((?:Cell|Input) In ?\[)\d+\]'), r'\1 ]'),               # traceback frames: `Cell In[7], line 2`
@@ -82,12 +91,18 @@ def request_digest(
     return 'sha256:' + hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def _meta(o)->dict:
+    "An output's `boopiter` metadata, or {} (live outputs are not cleaned like saved ones: any shape may turn up)."
+    md = o.get('metadata') if isinstance(o, dict) else None
+    md = md.get('boopiter') if isinstance(md, dict) else None
+    return md if isinstance(md, dict) else {}
+
+
 def _reply_outputs(cells):
     "Every boopiter reply output of `cells` (`context.Cell`s), newest cell last."
     for c in cells:
         for o in c.outputs:
-            md = (o.get('metadata') or {}).get('boopiter') or {}
-            if isinstance(md, dict) and md.get('reply'): yield o, md
+            if (md := _meta(o)).get('reply'): yield o, md
 
 
 def find_saved_reply(
@@ -106,33 +121,41 @@ def find_saved_reply(
 
 def _joined(o):
     "An output with its multi-line texts joined (nbformat saves them as lists of lines)."
-    return {**o, 'data': {k: ''.join(map(str, v)) if isinstance(v, list) else v for k,v in o['data'].items()}}
+    return {**o, 'data': {k: ''.join(s for s in v if isinstance(s, str)) if isinstance(v, list) else v
+                          for k,v in o['data'].items()}}
 
 
-_SNAPSHOT = dict(answer=str, reasoning=str, status=str, note=str, info=dict, chunks=int, reasoning_chunks=int,
-                 unclosed=bool, ttft=(int, float), reasoning_s=(int, float), tokens_per_s=(int, float))
-_INFO = dict(finish_reason=str, prompt_tokens=int, completion_tokens=int, reasoning_tokens=int,
-             tool_calls=list)   # native tool calls: lenient mode turns them into Python calls that pass the guards
+def _number(hi, *types, lo=0): return lambda v: isinstance(v, types) and not isinstance(v, bool) and lo <= v <= hi
+
+_TEXT, _COUNT, _SECONDS = (lambda v: isinstance(v, str)), _number(10**12, int), _number(10**7, int, float)
+_SNAPSHOT = dict(  # key: check
+    answer=_TEXT, reasoning=_TEXT, note=_TEXT, status=lambda v: v == 'done' or isinstance(v, str) and v in STATUS_NOTES,
+    info=lambda v: isinstance(v, dict), chunks=_COUNT, reasoning_chunks=_COUNT, unclosed=lambda v: isinstance(v, bool),
+    ttft=_SECONDS, reasoning_s=_SECONDS, tokens_per_s=_number(10**9, int, float))
+_INFO = dict(finish_reason=lambda v: isinstance(v, str) and len(v) <= 100, prompt_tokens=_COUNT, completion_tokens=_COUNT,
+             reasoning_tokens=_COUNT,   # native tool calls: lenient mode turns them into Python calls that pass the guards
+             tool_calls=lambda v: isinstance(v, list) and all(isinstance(c, dict) for c in v))
 
 
 def clean_snapshot(d)->dict:
-    """A reply snapshot (`stream.Reply.snapshot`) from a file someone else may have written: known keys of the right
-    types only, so restoring it can neither fail nor carry anything but text the renderer makes safe."""
-    d = d if isinstance(d, dict) else {}
-    snap = {k: d[k] for k,t in _SNAPSHOT.items() if isinstance(d.get(k), t) and not (t is int and isinstance(d[k], bool))}
-    snap['info'] = {k: v for k,v in (snap.get('info') or {}).items() if k in _INFO and isinstance(v, _INFO[k])}
+    """A reply snapshot (`stream.Reply.snapshot`) from a file someone else may have written: known keys with values of
+    the right types and ranges only, so restoring it can neither fail nor carry anything but text the renderer makes
+    safe."""
+    try: d = json_value(d) if isinstance(d, dict) else {}   # strings that encode; nothing nested deep enough to recurse on
+    except ValueError: d = {}
+    snap = {k: d[k] for k,ok in _SNAPSHOT.items() if ok(d.get(k))}
+    snap['info'] = {k: v for k,v in (snap.get('info') or {}).items() if k in _INFO and _INFO[k](v)}
     return snap
 
 
 def saved_snapshot(output:dict)->dict:
     """A saved reply output as a snapshot: the answer from `text/plain`, the rest from its metadata. Its saved
     Markdown is never shown again as it is (it could be anything: a notebook is a file anyone can write)."""
-    md = (output.get('metadata') or {}).get('boopiter')
-    md = md if isinstance(md, dict) else {}
-    return clean_snapshot(dict(answer=output['data'].get('text/plain', ''), reasoning=md.get('reasoning', ''),
-                               note=md.get('note', ''), chunks=md.get('completion_tokens', 0),
-                               reasoning_chunks=md.get('reasoning_chunks', 0), ttft=md.get('ttft_s'),
-                               reasoning_s=md.get('reasoning_s'), tokens_per_s=md.get('tokens_per_s'),
+    md, data = _meta(output), output.get('data') if isinstance(output, dict) else None
+    answer = data.get('text/plain', '') if isinstance(data, dict) else ''
+    return clean_snapshot(dict(answer=answer, reasoning=md.get('reasoning', ''), note=md.get('note', ''),
+                               chunks=md.get('completion_tokens', 0), reasoning_chunks=md.get('reasoning_chunks', 0),
+                               ttft=md.get('ttft_s'), reasoning_s=md.get('reasoning_s'), tokens_per_s=md.get('tokens_per_s'),
                                info={k: md.get(k) for k in _INFO}))
 
 
@@ -140,15 +163,37 @@ def saved_auto_model(*sources)->str|None:
     "The model that answered these notebooks' prompts when none was picked (the newest such saved reply), if any."
     for cells in sources:
         for o, md in reversed(list(_reply_outputs(cells or []))):
-            if md.get('model_source') == 'auto' and isinstance(md.get('model'), str): return md['model']
+            if md.get('model_source') == 'auto' and check_setting('model', md.get('model')): return md['model']
     return None
+
+
+MAX_CONTEXT_LENGTH = 1 << 24   # tokens: past any model's context window today (10M), short of arithmetic trouble
+def _names(v): return [c for c in v if isinstance(c, str) and 0 < len(c) <= 64 and c.isprintable()][:64]
+
+_MODEL_INFO = dict(  # key: (the valid value, or None; what a valid value is)
+    capabilities=(lambda v: _names(v) if isinstance(v, list) else None, 'a list of capability names'),
+    context_length=(lambda v: v if _number(MAX_CONTEXT_LENGTH, int, lo=1)(v) else None,
+                    f'a whole number of tokens from 1 to {MAX_CONTEXT_LENGTH}'),
+    vision=(lambda v: v if isinstance(v, bool) else None, 'true or false'))
+
+
+def clean_model_info(
+    d,                  # What a file says a model said of itself (untrusted)
+    refused:list=None,  # Gets (key, value, what a valid value is) for each value that was ignored or trimmed
+)->dict:                # `capabilities` and `vision` where valid, and `context_length` (None unless valid)
+    "What a model said of itself: `capabilities` (names), `context_length` (1 to `MAX_CONTEXT_LENGTH`) and `vision`."
+    d = d if isinstance(d, dict) else {}
+    info = {k: v for k,(valid,_) in _MODEL_INFO.items() if k in d and (v := valid(d[k])) is not None}
+    if refused is not None: refused += [(k, d[k], what) for k,(_,what) in _MODEL_INFO.items()
+                                        if d.get(k) is not None and info.get(k) != d[k]]
+    return dict(info, context_length=info.get('context_length'))
 
 
 def saved_model_info(model:str, *sources)->dict|None:
     "What `model` said of itself when a saved reply was made (`capabilities`, `context_length`, `vision`), if any."
     for cells in sources:
         for o, md in reversed(list(_reply_outputs(cells or []))):
-            if md.get('model') == model and isinstance(md.get('model_info'), dict): return md['model_info']
+            if md.get('model') == model and isinstance(info := md.get('model_info'), dict): return clean_model_info(info)
     return None
 
 
@@ -156,8 +201,12 @@ def _write_json(path, obj):
     "Write `obj` as JSON to `path` atomically: a reader sees the old file or the new one, never half of one."
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix='.tmp-', dir=path.parent)
-    with os.fdopen(fd, 'w', encoding='utf-8') as f: json.dump(obj, f, ensure_ascii=False, indent=1)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as f: json.dump(obj, f, ensure_ascii=False, indent=1)
+        os.replace(tmp, path)
+    except BaseException:   # a full disk, a value JSON cannot hold, an interrupt: no `.tmp-` file left behind
+        with suppress(OSError): os.unlink(tmp)
+        raise
 
 
 class DiskCache:
@@ -166,9 +215,10 @@ class DiskCache:
     def _path(self, digest): return self.folder/f'{digest.partition(":")[2]}.json'
 
     def get(self, digest:str)->dict|None:
-        try: o = json.loads(self._path(digest).read_text(encoding='utf-8'))
+        "The reply output kept for `digest`, in a notebook output's shape, or None (missing, unreadable or not one)."
+        try: o = clean_output(load_json(self._path(digest).read_text(encoding='utf-8')))
         except (OSError, ValueError): return None
-        return _joined(o) if isinstance(o, dict) and isinstance(o.get('data'), dict) else None
+        return o if o is not None and o.get('data') else None
 
     def put(self, digest:str, output:dict): _write_json(self._path(digest), output)
 
@@ -180,13 +230,19 @@ def cassette_path(notebook:Path=None, setting:str='')->Path:
     return notebook.with_name(notebook.stem + '.cassette.json')
 
 
+def _usable_turn(t):
+    "Whether a cassette's turn has what replaying needs: a digest, a model id and a reply."
+    return (isinstance(t, dict) and isinstance(t.get('digest'), str) and bool(_DIGEST.fullmatch(t['digest']))
+            and check_setting('model', t.get('model')) and isinstance(t.get('reply'), dict))
+
+
 class Cassette:
     """Recorded model turns by digest, in one JSON file; `add` saves at once (an interrupted run keeps what it got),
     under a lock, so two kernels recording into one cassette keep each other's turns."""
     def __init__(self,
                  path:Path,             # The cassette file
                  recording:bool=False): # A file that cannot be read is set aside as `.bak` and recorded afresh
-        self.path, self.models, self.auto_model, self.turns = Path(path), {}, None, {}
+        self.path, self.models, self.auto_model, self.turns, self.warnings = Path(path), {}, None, {}, []
         try:
             if self.path.exists(): self._load()
         except CassetteDrift:
@@ -194,18 +250,32 @@ class Cassette:
             self.path.replace(self.path.with_name(self.path.name + '.bak'))
 
     def _load(self):
-        try: d = json.loads(self.path.read_text(encoding='utf-8'))
+        "Read the file; `CassetteDrift` if it is not a cassette at all, `warnings` for the parts of it that were ignored."
+        try: d = json_value(load_json(self.path.read_text(encoding='utf-8')))
         except (OSError, ValueError) as e:
-            raise CassetteDrift(f'The cassette {self.path} cannot be read ({e.__class__.__name__}); delete or fix it, '
+            why = 'nested too deeply' if str(e) == 'nested too deeply' else e.__class__.__name__
+            raise CassetteDrift(f'The cassette {self.path} cannot be read ({why}); delete or fix it, '
                                 'or record it again (`%boop record` sets the unreadable file aside).') from None
         if not isinstance(d, dict) or d.get('format') != CASSETTE_FORMAT or d.get('version') != CASSETTE_VERSION:
             raise CassetteDrift(f'{self.path} is not a boopiter cassette of version {CASSETTE_VERSION}; delete it, or '
                                 'record it again (`%boop record` sets it aside).')
-        models, auto, turns = d.get('models'), d.get('auto_model'), d.get('turns')
-        self.models = {k: v for k,v in models.items() if isinstance(v, dict)} if isinstance(models, dict) else {}
-        self.auto_model = auto if isinstance(auto, str) else None
-        self.turns = {t['digest']: t for t in turns if isinstance(t, dict) and isinstance(t.get('digest'), str)
-                      and isinstance(t.get('model'), str) and isinstance(t.get('reply'), dict)} if isinstance(turns, list) else {}
+        models, auto, turns, name = d.get('models'), d.get('auto_model'), d.get('turns'), self.path.name
+        models, turns = models if isinstance(models, dict) else {}, turns if isinstance(turns, list) else []
+        self.models, self.warnings = {}, []
+        for m,v in models.items():
+            if not check_setting('model', m) or not isinstance(v, dict):
+                self.warnings.append(refusal(name, f'models.{m}', v, 'a model id with what the model said of itself'))
+                continue
+            self.models[m] = clean_model_info(v, bad := [])
+            self.warnings += [refusal(name, f'models.{m}.{k}', x, what) for k,x,what in bad]
+        self.auto_model = auto if check_setting('model', auto) else None
+        if auto is not None and self.auto_model is None: self.warnings += [refusal(name, 'auto_model', auto, 'a model id')]
+        usable = [t for t in turns if _usable_turn(t)]
+        self.turns = {t['digest']: {**t, 'options': t['options'] if isinstance(t.get('options'), dict) else {}}
+                      for t in usable}
+        if len(usable) < len(turns):
+            self.warnings.append(f'{name}: {len(turns) - len(usable)} of its {len(turns)} turns ignored: each needs a '
+                                 'digest, a model id and a reply')
 
     @contextmanager
     def _locked(self):

@@ -571,12 +571,12 @@ def router_clients(
     from .context import context_window, estimate_tokens
     from .litellm_client import import_litellm
     from .messages import msg_text
-    from .models import route_name
+    from .models import route_name, uses_litellm
     from .stream import Reply, pump
     infos = {}
     def model_info(model):
         infos[model] = router.model_info(model, settings)
-        if route_name(model) in ('local', 'litellm'): import_litellm()   # seconds, once: not the first task's time
+        if uses_litellm(model, settings): import_litellm()                # seconds, once: not the first task's time
         if route_name(model) == 'local': router.local.ensure()             # nor is starting the engine
         return infos[model]
     def chat(model, messages):

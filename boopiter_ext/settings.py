@@ -15,6 +15,11 @@ Precedence, highest first (`load_settings`):
 
 So a project's file beats a user's machine-wide defaults, and what you type in the notebook beats both.
 
+Every value is checked against its key's rule in `RULES` where it is read (a settings file, `%config`,
+`c.BoopMagics`, the environment, the notebook's binding): a value that breaks it is ignored with one
+warning naming the file or layer and the key, and the next layer's value applies. `%%prompt` options
+are the magic's to check.
+
     [boopiter]
     model = qwen2.5-coder:7b
     timeout = 120
@@ -25,8 +30,9 @@ custom `api_base` gets a key only from the variable `api_key_env` names, and onl
 name it (a project's settings.ini may not).
 """
 
-__all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'Settings', 'load_settings', 'resolve_settings', 'read_ini',
-           'project_ini', 'user_ini', 'ollama_url', 'public_url', 'short_source', 'declared_models']
+__all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'RULES', 'MAX_CONTEXT', 'Settings', 'check_setting',
+           'refusal', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini', 'user_ini', 'ollama_url', 'public_url',
+           'short_source', 'declared_models']
 
 import configparser, os, re
 from pathlib import Path
@@ -48,6 +54,8 @@ SETTINGS = dict(  # key: (type, default, help)
     keep_alive=(str, '', "How long Ollama keeps the model loaded: minutes (`5`, `-1` = forever) or a duration "
                          "(`30s`). Empty: Ollama's default."),
     max_tokens=(int, 0, "Longest reply in tokens. 0: the model's own limit."),
+    max_reply=(int, 400_000, "Longest reply boopiter keeps, in characters (answer and reasoning together): a reply that "
+                             "grows past it is stopped, marked too long, and what arrived is kept. 0: no bound."),
     think=(str, '', "Reasoning effort for thinking models: `l`, `m`, `h` or `off`. Empty: the model's default. "
                     "An effort picked in the brain menu applies only while `reasoning` is on."),
     tools=(str, '', "Tool sources offered to the model, comma-separated (`kernel, files`), or `none`. Empty: the "
@@ -81,24 +89,121 @@ EFFORTS = dict(l='low', m='medium', h='high')   # `think` levels as the servers 
 THINK_LEVELS = ('l', 'm', 'h', 'off')
 _SECRET = re.compile(r'key|token|secret|password', re.I)
 
+MAX_CONTEXT, _CHARS, _DAY = 1 << 20, 1 << 30, 86_400   # tokens; characters; seconds
+_KEEP_ALIVE = re.compile(r'-?\d{1,6}(\.\d{1,3})?(ms|[smh])?')   # minutes, or a duration Ollama parses
+_TOOLS = re.compile(r'[\w\-, ]{1,200}')                          # tool source names
+_ENV_NAME = re.compile(r'[A-Za-z_]\w{0,127}', re.A)
+_HOSTNAME = re.compile(r'[\w.\-~%]*|[0-9A-Fa-f:.]+', re.A)       # a name or an IPv4 address; or IPv6 (bracketed)
+
+
+def _is(*types):
+    "A check for an instance of `types`, never a bool where a number is wanted."
+    return lambda v: isinstance(v, types) and (bool in types or not isinstance(v, bool))
+
+def _within(lo, hi, *types, above=False):
+    "A check for a number of `types` from `lo` (excluded if `above`) to `hi`: NaN and infinities fail a comparison."
+    typed = _is(*types)
+    return lambda v: typed(v) and (lo < v if above else lo <= v) and v <= hi
+
+def _text(n, spaces=True):
+    "A check for printable text of at most `n` characters (with no whitespace unless `spaces`)."
+    return lambda v: isinstance(v, str) and 0 < len(v) <= n and v.isprintable() and (spaces or not re.search(r'\s', v))
+
+def _address(v, bare=True):
+    "Whether `v` is a URL (or, if `bare`, a `host`, `host:port` or `:port`) with a sane host and a port from 1 to 65535."
+    if not _text(300, spaces=False)(v) or not bare and '://' not in v: return False
+    p = urlsplit(v if '://' in v else f'http://{v}')   # ValueError for a bad port or IPv6 address
+    return (p.scheme in ('http', 'https') and p.port != 0 and bool(_HOSTNAME.fullmatch(p.hostname or ''))
+            and (bare or bool(p.hostname)))
+
+def _matches(rx): return lambda v: isinstance(v, str) and bool(rx.fullmatch(v))
+
+_CONTROL = re.compile(r'[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]')   # what no file name or prompt holds
+
+def _plain(n): return lambda v: isinstance(v, str) and 0 < len(v) <= n and not _CONTROL.search(v)
+
+_ID, _IDS, _PATH = _text(300, spaces=False), _text(4000), _plain(4096)
+_BOOL, _SECONDS = (_is(bool), 'on or off'), 'a number of seconds'
+RULES = dict(  # key: (check, what a valid value is). `check_setting` applies them wherever a value is read.
+    model=(_ID, 'a model id (printable, no spaces, at most 300 characters)'),
+    reasoning_model=(_ID, 'a model id (printable, no spaces, at most 300 characters)'),
+    reasoning=_BOOL,
+    host=(_address, 'a host, host:port or http(s) URL with a port from 1 to 65535'),
+    api_base=(lambda v: _address(v, bare=False), 'an http(s) URL'),
+    models=(_IDS, 'model ids, comma-separated'),
+    api_key_env=(_matches(_ENV_NAME), 'the name of an environment variable'),
+    timeout=(_within(0, _DAY, int, float, above=True), f'{_SECONDS} above 0, at most {_DAY} (a day)'),
+    context_size=(_within(0, MAX_CONTEXT, int), f'a whole number of tokens from 0 to {MAX_CONTEXT}'),
+    keep_alive=(_matches(_KEEP_ALIVE), 'minutes (`5`, `-1`) or a duration (`30s`)'),
+    max_tokens=(_within(0, MAX_CONTEXT, int), f'a whole number of tokens from 0 to {MAX_CONTEXT}'),
+    max_reply=(_within(0, _CHARS, int), f'a whole number of characters from 0 to {_CHARS}'),
+    think=(lambda v: isinstance(v, str) and v in THINK_LEVELS, f'one of {", ".join(THINK_LEVELS)}'),
+    tools=(_matches(_TOOLS), 'tool source names, comma-separated, or `none`'),
+    auto=_BOOL, lenient=_BOOL,
+    max_rounds=(_within(1, 100, int), 'a whole number from 1 to 100'),
+    deaddrop_dir=(_PATH, 'a folder path'),
+    deaddrop_timeout=(_within(0, 7 * _DAY, int, float), f'{_SECONDS} from 0 to {7 * _DAY} (a week)'),
+    unload_others=_BOOL, reuse=_BOOL,
+    cache_dir=(_PATH, 'a folder path'),
+    cassette=(lambda v: v in ('record', 'replay', 'off'), 'record, replay or off'),
+    cassette_file=(_PATH, 'a file path'),
+    clip=(_within(0, _CHARS, int), f'a whole number of characters from 0 to {_CHARS}'),
+    max_images=(_within(0, 1000, int), 'a whole number from 0 to 1000'),
+    image_size=(_within(16, 16384, int), 'a whole number of pixels from 16 to 16384'),
+    vision_models=(_IDS, 'model ids or shell patterns, comma-separated'),
+    system_prompt=(_plain(100_000), 'text without control characters, at most 100,000 characters'),
+)
+
+
+def check_setting(
+    key:str,  # A key of `SETTINGS`
+    value,    # Any value, from anywhere (a file, `%config`, the environment, a notebook)
+)->bool:      # Whether `value` passes `key`'s rule in `RULES`; never raises
+    "Whether `value` is a valid, non-empty value of the setting `key`."
+    try: return key in RULES and bool(RULES[key][0](value))
+    except Exception: return False   # a check meeting a value of a kind it never imagined (urlsplit raises, ...)
+
+
+def _shown(v, key='')->str:
+    "A value as a warning may quote it: on one line, short, control characters escaped, and no password or key."
+    if key == 'api_key_env': return '…'   # a key pasted where its variable's name goes
+    try: s = v if isinstance(v, str) else repr(v)
+    except Exception: s = 'a number too long to show' if isinstance(v, int) else f'a {type(v).__name__}'
+    if '@' in s and key in ('host', 'api_base'): s = '…@' + s.rpartition('@')[2]   # user:password@
+    s = s.encode('unicode_escape', 'replace').decode('ascii') if not s.isprintable() else s
+    return s if len(s) <= 60 else s[:57] + '...'
+
+
+def refusal(
+    where:str,      # The file or layer the value came from: a path, `%config`, `OLLAMA_HOST`, ...
+    key:str,        # Its key (a setting's, or any other a file holds)
+    value,          # The value refused
+    what:str=None,  # What a valid value is; default: the setting's rule says
+)->str:             # One line naming them and saying what a valid value is
+    "The warning for a value of `key` that breaks its rule."
+    return f'{where}: `{_shown(key)} = {_shown(value, key)}` is not {what or RULES[key][1]}; ignored'
+
 
 class Settings(dict):
     """Resolved settings: a dict of values; `source[key]` names the layer each value came from; `warnings` lists
-    problems; `project` is the project settings.ini used, if any; `screened` says what of a saved binding was ignored."""
+    problems; `notes` says the same with files named short (fit for a prompt's output, which is saved);
+    `project` is the project settings.ini used, if any; `screened` says what of a saved binding was ignored."""
     def __init__(self, values, source, warnings=()):
         super().__init__(values)
         self.source, self.warnings, self.project, self.screened = source, list(warnings), None, []
+        self.notes = list(self.warnings)
 
 
 _BOOLS = {'true': True, 'on': True, 'yes': True, '1': True, 'false': False, 'off': False, 'no': False, '0': False}
 
 
 def _convert(key, value):
-    typ = SETTINGS[key][0]
+    "The text of an ini value as its key's type; ValueError if it is not one (`nan` and `1e999` are floats: `RULES` says)."
+    typ, value = SETTINGS[key][0], value.strip()
     if typ is bool:
-        if value.strip().lower() not in _BOOLS: raise ValueError(value)
-        return _BOOLS[value.strip().lower()]
-    return value.strip() if typ is str else typ(value)
+        if value.lower() not in _BOOLS: raise ValueError(value)
+        return _BOOLS[value.lower()]
+    return value if typ is str else typ(value)
 
 
 def read_ini(
@@ -107,15 +212,15 @@ def read_ini(
     "Read the `[boopiter]` section of `path`; unknown keys, secrets and bad values become warnings."
     cp = configparser.ConfigParser(default_section='__none__', interpolation=None)
     try: cp.read(path, encoding='utf-8')
-    except configparser.Error as e: return {}, [f'{path}: unreadable ({e.__class__.__name__}); ignored']
+    except (configparser.Error, ValueError) as e: return {}, [f'{path}: unreadable ({e.__class__.__name__}); ignored']
     if not cp.has_section('boopiter'): return {}, []
     values, warnings = {}, []
     for k,v in cp.items('boopiter'):
         if k in SETTINGS:
-            try: values[k] = _convert(k, v)
-            except ValueError:
-                kind = 'on or off' if SETTINGS[k][0] is bool else f'a {SETTINGS[k][0].__name__}'
-                warnings.append(f'{path}: `{k} = {v}` is not {kind}; ignored')
+            try: value = _convert(k, v)
+            except ValueError: value = None   # `timeout = soon`, a 5,000-digit int
+            if value == '' or check_setting(k, value): values[k] = value   # empty: not set here
+            else: warnings.append(refusal(path, k, v.strip()))
         elif _SECRET.search(k): warnings.append(f'{path}: `{k}` ignored: API keys come from the environment only')
         else: warnings.append(f'{path}: unknown setting `{k}` ignored; known: {", ".join(SETTINGS)}')
     return values, warnings
@@ -140,15 +245,23 @@ def user_ini(environ=None)->Path:
     return Path(environ.get('XDG_CONFIG_HOME') or Path.home()/'.config')/'boopiter'/'settings.ini'
 
 
+def _unset(v): return v is None or isinstance(v, str) and v == ''
+
+
 def resolve_settings(
     *layers,  # (name, values) pairs, highest precedence first; None and '' mean "not set here"
 )->Settings:
-    "Merge `layers`: for each key the first layer that sets it wins."
-    values, source = {}, {}
+    """Merge `layers`: for each key the first layer that sets it to a valid value wins. A value that breaks its rule
+    in `RULES` becomes a warning naming the layer and key, and the next layer's applies; a cell's options are not
+    checked (the magic checks them and says so)."""
+    values, source, warnings = {}, {}, []
     for name,layer in layers:
         for k,v in (layer or {}).items():
-            if k in SETTINGS and k not in values and v is not None and v != '': values[k], source[k] = v, name
-    return Settings({k: values.get(k, DEFAULTS[k]) for k in SETTINGS}, {k: source.get(k, 'default') for k in SETTINGS})
+            if k not in SETTINGS or k in values or _unset(v): continue
+            if name == 'cell option' or check_setting(k, v): values[k], source[k] = v, name
+            else: warnings.append(refusal(name, k, v))
+    return Settings({k: values.get(k, DEFAULTS[k]) for k in SETTINGS}, {k: source.get(k, 'default') for k in SETTINGS},
+                    warnings)
 
 
 # Settings a project's settings.ini may not set: where your prompts and replies are written (and read back from),
@@ -176,12 +289,27 @@ def load_settings(
             del pvals[key]
             pwarn.append(f'{proj}: `{key}` ignored: {how.format(user=user)}')
     uvals, uwarn = read_ini(user) if user.is_file() else ({}, [])
+    env = {k: (environ.get(k) or '').strip() for k in ('BOOPITER_CASSETTE', 'OLLAMA_HOST')}
     res = resolve_settings(('cell option', cell), ('notebook binding', binding), ('%config', runtime),
-                           ('BOOPITER_CASSETTE', dict(cassette=environ.get('BOOPITER_CASSETTE'))),   # a run's own choice
+                           ('BOOPITER_CASSETTE', dict(cassette=env['BOOPITER_CASSETTE'])),   # a run's own choice
                            (str(proj), pvals), (str(user), uvals), ('c.BoopMagics', config),
-                           ('OLLAMA_HOST', dict(host=environ.get('OLLAMA_HOST'))))
-    res.warnings, res.project = pwarn + uwarn, str(proj) if proj else None
+                           ('OLLAMA_HOST', dict(host=env['OLLAMA_HOST'])))
+    res.warnings, res.project = pwarn + uwarn + res.warnings, str(proj) if proj else None
+    res.notes = [_short_paths(w, {str(user): _tilde(user), **({str(proj): 'settings.ini'} if proj else {})})
+                 for w in res.warnings]
     return res
+
+
+def _tilde(path)->str:
+    "`path` with the home folder written `~`."
+    try: return str(Path('~')/Path(path).relative_to(Path.home()))
+    except (ValueError, RuntimeError): return str(path)
+
+
+def _short_paths(text, names):
+    "`text` with each path in `names` replaced by its short name (the longest first: one path may end another)."
+    for p in sorted(names, key=len, reverse=True): text = text.replace(p, names[p])
+    return text
 
 
 def declared_models(settings)->list:
@@ -199,8 +327,12 @@ def short_source(
 def ollama_url(
     host:str='',  # `host`, `host:port`, `:port` or a URL; empty means 127.0.0.1:11434
 )->str:           # Base URL with scheme and port, no trailing slash
-    "Normalise an Ollama host the way the official client does: bare `host:port` gets `http://`."
+    "Normalise an Ollama host the way the official client does: bare `host:port` gets `http://`; SettingsError if none."
     host = (host or '').strip()
+    if host and not check_setting('host', host):   # only a raw `OLLAMA_HOST` gets here: settings are checked on reading
+        from .errors import SettingsError
+        raise SettingsError(f'`{_shown(host, "host")}` is not {RULES["host"][1]}: set `OLLAMA_HOST` or `host` '
+                            '(settings.ini, `%config BoopMagics.host`) to one, e.g. `127.0.0.1:11434`.', host=host)
     scheme = 'https' if host.startswith('https://') else 'http'
     parts = urlsplit(host if '://' in host else f'http://{host}')
     default_port = {'http': 80, 'https': 443}[scheme] if '://' in host else 11434

@@ -5,8 +5,12 @@ Every client yields the same small events: `('content', text)`, `('thinking', te
 `reasoning_tokens` (where the server reports them).
 
     reply = Reply('qwen3')
-    pump(client.chat(...), reply, update=view.update)   # view.update(reply) at most every 0.1 s
+    pump(client.chat(...), reply, update=view.update, limit=400_000)   # view.update(reply) at most every 0.1 s
     reply.finish('done')
+
+A reply is bounded: past `limit` characters `pump` cuts it there and raises `ReplyTooLong`, so an endless stream
+costs no more memory than the bound. Updates come less often as a reply grows (every `interval` seconds, or one
+second per 2 MB of text if that is longer), so showing a long reply costs time in proportion to its length.
 
 `<think>...</think>` at the start of the content goes to `reply.reasoning`, never to the answer. A
 `<think>` never closed keeps what arrived: at the end of the reply it becomes the answer, with a note.
@@ -15,9 +19,12 @@ Every client yields the same small events: `('content', text)`, `('thinking', te
 __all__ = ['Reply', 'pump', 'STATUS_NOTES']
 
 from time import monotonic
+from .errors import ReplyTooLong
 
 _OPEN, _CLOSE = '<think>', '</think>'
-STATUS_NOTES = dict(interrupted='interrupted', broken='connection lost', stalled='timed out', error='failed')
+STATUS_NOTES = {'interrupted': 'interrupted', 'broken': 'connection lost', 'stalled': 'timed out', 'error': 'failed',
+                'too long': 'too long: stopped at `max_reply` characters'}
+_BYTES_PER_S = 2e6   # a long reply is shown again at most once per this many characters a second
 
 
 def _tag_prefix(s, tag):
@@ -32,6 +39,7 @@ class Reply:
         self.parts, self.reasoning_parts, self.info = [], [], {}
         self.first_token_at = self.answer_at = self.ended_at = None   # answer_at: the answer's first visible text
         self.chunks, self.reasoning_chunks, self.status, self.note = 0, 0, 'streaming', ''
+        self.size, self._grew = 0, self.parts   # characters received; the list the last text went to
         self._in_think, self._held, self._started = False, '', False   # _started: the answer has non-space text
         self._opened = None   # (reasoning parts, reasoning chunks) when a `<think>` tag opened
         self.unclosed, self.fixed = False, {}   # fixed: timings of a replayed reply, as they were measured
@@ -43,20 +51,22 @@ class Reply:
 
     def add_content(self, s:str):
         "Add answer text, routing any `<think>` section to the reasoning."
-        self.chunks += 1
+        self.chunks, self.size = self.chunks + 1, self.size + len(s)
         if self.first_token_at is None: self.first_token_at = monotonic()
         if self._held or self._in_think or '<' in s:
             n = len(self.reasoning_parts)
             self._route(self._held + s)
             self.reasoning_chunks += len(self.reasoning_parts) > n
+            self._grew = self.reasoning_parts if len(self.reasoning_parts) > n else self.parts
         else:
+            self._grew = self.parts
             self.parts.append(s)
             if not self._started and not s.isspace(): self._started = True
         if self._started and self.answer_at is None: self.answer_at = monotonic()
 
     def add_thinking(self, s:str):
         "Add reasoning text the server sent apart from the answer."
-        self.chunks += 1
+        self.chunks, self.size, self._grew = self.chunks + 1, self.size + len(s), self.reasoning_parts
         if self.first_token_at is None: self.first_token_at = monotonic()
         self.reasoning_chunks += 1
         self.reasoning_parts.append(s)
@@ -88,6 +98,16 @@ class Reply:
             self._started = bool(s[:len(s)-n].strip())
             self._held = s[len(s)-n:]
             return
+
+    def cut(self, limit:int):
+        "Drop what arrived past `limit` characters: from the end of the text that grew last, then of the other."
+        over = self.size - limit
+        for parts in (self._grew, self.reasoning_parts if self._grew is self.parts else self.parts):
+            while over > 0 and parts:
+                last = parts.pop()
+                if len(last) > over: parts.append(last[:len(last) - over])
+                over -= len(last)
+        self.size, self._held = min(self.size, limit), ''
 
     def finish(self, status:str='done', info:dict=None):
         """Close the reply. What an unclosed `<think>` holds becomes the answer (marked), unless the reply was cut off
@@ -144,6 +164,7 @@ class Reply:
         "A finished reply from a `snapshot` (a cassette's turn, a saved output): it renders as it did when recorded."
         r = cls(model)
         r.parts, r.reasoning_parts = [snap.get('answer', '')], [snap.get('reasoning', '')]
+        r._grew, r.size = r.parts, len(r.parts[0]) + len(r.reasoning_parts[0])
         r.info, r.note, r.unclosed = dict(snap.get('info') or {}), snap.get('note', ''), snap.get('unclosed', False)
         r.chunks, r.reasoning_chunks = snap.get('chunks', 0), snap.get('reasoning_chunks', 0)
         r.fixed = {k: snap.get(k) for k in ('ttft', 'reasoning_s', 'tokens_per_s')}
@@ -156,6 +177,7 @@ def pump(
     reply:Reply,         # Reply to feed
     update=None,         # Called as `update(reply)` on the first token, then at most every `interval` seconds
     interval:float=0.1,  # Seconds between updates (10 per second keeps Jupyter's rate limiter happy)
+    limit:int=0,         # Most characters (answer and reasoning) to take; 0: no bound
 )->Reply:
     "Feed every event into `reply`, throttling `update` calls; the caller sends the final update."
     next_at = 0.0
@@ -166,7 +188,12 @@ def pump(
         else:
             reply.info.update(val)
             continue
+        if limit and reply.size > limit:
+            reply.cut(limit)
+            raise ReplyTooLong(f'The reply grew past {limit:,} characters (`max_reply`), so boopiter stopped it; what '
+                               'arrived is kept above. Ask for a shorter answer, or raise `max_reply` (settings.ini, '
+                               'or `%config BoopMagics.max_reply = 2000000`).', limit=limit)
         if update is not None and (now := monotonic()) >= next_at:
             update(reply)
-            next_at = now + interval
+            next_at = now + max(interval, reply.size / _BYTES_PER_S)
     return reply

@@ -22,6 +22,7 @@ from .messages import mk_msg
 
 STOPS = ('answered', 'max rounds', 'repeating itself', 'truncated', 'context exceeded', 'cancelled', 'failed')
 RESULT_CHARS = 4000   # what one call's output may add to the conversation
+MAX_CALLS = 50        # calls one reply may make, however many blocks or `<tool_call>` tags it spreads them over
 
 
 @dataclass
@@ -109,7 +110,7 @@ def _call_step(call, rnd, g, recovered, run):
     status, message = check_call(call, g.tools, g.user_text, g.confirm)
     if status == 'ok' and not run: status, message = 'not run', 'not run: that was the last round; answer now.'
     elif status == 'ok': status, message = run_call(g.tools[call.name], call)
-    if (status == 'ok' or status.startswith('crashed')) and (flags := screen_output(message)):
+    if (status == 'ok' or status.startswith('crashed')) and (flags := screen_output(message, g.tools)):
         status, step.flags, message = 'flagged', flags, quarantine(message, flags)
     step.status, step.result = status, message
     return step
@@ -120,6 +121,9 @@ def _round(blocks, rnd, g, run=True):
     steps = []
     for code, recovered in blocks:
         calls, problem = plan_calls(code, g.namespace)
+        if not problem and sum(s.status != 'refused' for s in steps) + len(calls) > MAX_CALLS:
+            problem = (f'the reply makes more than {MAX_CALLS} calls: make a few, and the next ones after their results '
+                       'come back.')
         if problem:
             steps.append(Step(rnd, code.strip(), 'refused', f'error: {problem} Nothing in the block was run.',
                               recovered=recovered))

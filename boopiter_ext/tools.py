@@ -10,7 +10,8 @@ Tools come from *sources* (`SOURCES`: name -> (factory, on by default, descripti
 `get_tool_list(selection, ctx)` assembles the selected sources plus the notebook's own `add_tool`
 functions. Names in `NEVER_OFFERED` (remote or arbitrary command execution) are dropped whatever a
 source contributes or the selection says. The built-in sources only read: `files` stays inside the
-notebook's folder (symlinks are followed before checking), `kernel` lists variables and shows cells.
+notebook's folder (symlinks are followed before checking) and stops at its cap or after `_MAX_SECONDS`, saying
+where, so a folder of 100,000 files never holds the kernel; `kernel` lists variables and shows cells.
 A tool that changes something is marked with `@side_effect(intent)`; guards.py runs it only when
 the user's own prompt matches `intent`. Tools answer in text, and problems come back as `error: ...`.
 
@@ -24,7 +25,7 @@ __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'regi
            'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting', 'user_variables', 'is_tool', 'confine',
            'unofferable']
 
-import builtins, fnmatch, inspect, keyword, logging, os, re, reprlib, types
+import builtins, fnmatch, inspect, keyword, logging, os, re, reprlib, stat, time, types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -40,6 +41,7 @@ _NEVER_MODULES = {'subprocess', 'pty', 'os', 'posix', 'nt', 'shutil', 'builtins'
 _KERNEL_NAMES = {'In', 'Out', 'exit', 'quit', 'get_ipython'}
 _MAX_BYTES = 1_000_000    # read_file refuses, and search_files skips, bigger files
 _MAX_LIST, _MAX_MATCHES, _MAX_VARS = 300, 200, 200
+_MAX_SECONDS = 2.0   # list_files and search_files stop here and say where: a huge folder never holds the kernel
 
 
 def side_effect(
@@ -97,24 +99,57 @@ def confine(
     return p
 
 
-def _walk(root, top):
-    "(path, is_dir) for each entry under `top` a tool may show: no hidden or bulky folders, nothing leaving `root`."
-    for d, dirs, files in os.walk(top):
-        d, keep = Path(d), []
-        for n in sorted(dirs):
-            p = d/n
-            if _hidden(n) or isinstance(confine(root, p), str): continue
-            yield p, True
-            if not p.is_symlink(): keep.append(n)   # a linked folder is listed, not entered: no loops, no duplicates
-        dirs[:] = keep
-        for n in sorted(files):
-            p = d/n
-            if _hidden(n) or isinstance(confine(root, p), str): continue   # links out, or to a dot-file
-            yield p, False
+def _entries(d):
+    "The entries of folder `d` sorted by name; none if it cannot be read (or is no folder)."
+    try:
+        with os.scandir(d) as it: return sorted(it, key=lambda e: e.name)
+    except OSError: return []
+
+
+def _walk(root, top, deadline):
+    """(relative path, path, is_dir) for each entry under `top` a tool may show, depth first and sorted in each folder:
+    no hidden or bulky folders, nothing leaving `root`. Past `deadline` it yields (the folder it was in, None, None).
+    Paths are strings: a `Path` per entry would cost more than the rest of the walk."""
+    stack = [('' if top == root else _rel(root, top) + '/', iter(_entries(top)))]
+    while stack:
+        rel, it = stack[-1]
+        if (e := next(it, None)) is None:
+            stack.pop()
+            continue
+        if time.monotonic() > deadline:
+            yield rel or './', None, None
+            return
+        if _hidden(e.name): continue
+        try: link, is_dir = e.is_symlink(), e.is_dir()
+        except OSError: continue
+        # only a link can lead out of `root` or to a dot-file: other entries of a confined folder stay inside it
+        if link and isinstance(confine(root, e.path), str): continue
+        yield rel + e.name, e.path, is_dir
+        if is_dir and not link: stack.append((rel + e.name + '/', iter(_entries(e.path))))   # a linked folder: listed
+
+
+def _text(p):
+    "The text of `p` if it is a regular file under 1 MB and not binary, else None; a FIFO or device is never opened."
+    try:
+        if not stat.S_ISREG(os.stat(p).st_mode): return None
+        with open(os.open(p, os.O_RDONLY | os.O_NONBLOCK), 'rb') as f:   # swapped for a FIFO since: still no wait
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_BYTES: return None
+            data = f.read(st.st_size + 1)   # not `_MAX_BYTES`: read(n) allocates n bytes first
+    except OSError: return None
+    return None if len(data) > _MAX_BYTES or b'\0' in data[:8192] else data.decode('utf-8', 'replace')
 
 
 def _is_binary(p):
     with open(p, 'rb') as f: return b'\0' in f.read(8192)
+
+
+def _matcher(pattern):
+    "A test for names matching shell-style `pattern`, compiled once rather than per name; None if it is not a string."
+    return re.compile(fnmatch.translate(pattern)).match if isinstance(pattern, str) else None
+
+
+def _stopped(where, what): return f'... stopped after {_MAX_SECONDS:g} s, in {where}; narrow {what}'
 
 
 def _rel(root, p): return p.relative_to(root).as_posix()
@@ -131,16 +166,19 @@ def file_tools(
         pattern:str='*',  # Shell-style pattern the names must match, e.g. '*.py'
     )->str:               # One path per line, relative to the notebook's folder; folders end with '/'
         "List files and folders under `path`, recursively (hidden and cache folders are skipped)"
-        top = confine(root, path)
+        top, match = confine(root, path), _matcher(pattern)
         if isinstance(top, str): return top
+        if match is None: return f'error: pattern must be a string, not {type(pattern).__name__}'
         if not top.exists(): return f'error: no such folder: {path}'
         if not top.is_dir(): return f'error: {path} is a file; read_file reads it'
-        try: found = sorted(_rel(root, p) + ('/' if is_dir else '') for p,is_dir in _walk(root, top)
-                            if fnmatch.fnmatch(p.name, pattern))
-        except OSError as e: return f'error: {e}'
-        if not found: return f'(nothing under {path} matches {pattern!r})'
-        more = len(found) - _MAX_LIST
-        return '\n'.join(found[:_MAX_LIST] + ([f'... {more} more; narrow `path` or `pattern`'] if more > 0 else []))
+        found = []
+        for rel, p, is_dir in _walk(root, top, time.monotonic() + _MAX_SECONDS):
+            if p is None: return '\n'.join(found + [_stopped(rel, '`path` or `pattern`')])
+            if not match(os.path.basename(p)): continue
+            if len(found) == _MAX_LIST:   # one more exists: stop here rather than walk on to count the rest
+                return '\n'.join(found + [f'... stopped at {_MAX_LIST} entries; narrow `path` or `pattern`'])
+            found.append(rel + ('/' if is_dir else ''))
+        return '\n'.join(found) or f'(nothing under {path} matches {pattern!r})'
 
     def read_file(
         path:str,           # File, relative to the notebook's folder
@@ -171,21 +209,21 @@ def file_tools(
         # plain text on purpose: a regular expression chosen by the model could backtrack for ever, beyond interrupts
         if not isinstance(text, str) or not text: return 'error: give the text to look for'
         want = text.lower()
-        top = confine(root, path)
+        top, match = confine(root, path), _matcher(glob)
         if isinstance(top, str): return top
+        if match is None: return f'error: glob must be a string, not {type(glob).__name__}'
         if not top.exists(): return f'error: no such file or folder: {path}'
-        files = [top] if top.is_file() else [p for p,is_dir in _walk(root, top) if not is_dir]
+        one = top.is_file() and [(_rel(root, top), str(top), False)]
+        files = one or _walk(root, top, time.monotonic() + _MAX_SECONDS)
         out = []
-        for p in files:
-            if not fnmatch.fnmatch(p.name, glob) and p != top: continue
-            try:
-                if not p.is_file() or p.stat().st_size > _MAX_BYTES or _is_binary(p): continue
-                content = p.read_bytes().decode('utf-8', 'replace')
-            except OSError: continue
+        for rel, p, is_dir in files:
+            if p is None: return '\n'.join(out + [_stopped(rel, '`path` or `glob`')])
+            if is_dir or not (one or match(os.path.basename(p))) or (content := _text(p)) is None: continue
+            if want not in content.lower(): continue   # most files: one search in C, no loop over their lines
             for i,line in enumerate(content.splitlines(), 1):
                 if want not in line.lower(): continue
                 if len(out) == _MAX_MATCHES: return '\n'.join(out + [f'... stopped at {len(out)} matches; narrow it'])
-                out.append(f'{_rel(root, p)}:{i}: {line.strip()[:200]}')
+                out.append(f'{rel}:{i}: {line.strip()[:200]}')
         return '\n'.join(out) or f'(no matches for {text!r})'
 
     return [_mark(list_files), _mark(read_file), _mark(search_files)]

@@ -5,11 +5,20 @@ then `update_display_data` with the same two mime types each time, the last one 
 full text. In a terminal IPython or a bare `InteractiveShell`, the answer is printed as it arrives.
 """
 
-__all__ = ['ReplyView', 'KernelView', 'TerminalView']
+__all__ = ['ReplyView', 'KernelView', 'TerminalView', 'terminal_safe']
 
-import sys, uuid
-from html import escape
+import re, sys, uuid
 from .render import reply_bundle, reply_plain, summary_line, MIME_KEY
+from .sanitize import SafeStream, inline_text
+
+# escape sequences and control characters: model text must not retitle, recolour or rewrite a terminal
+_TERMINAL_UNSAFE = re.compile(r'\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|'
+                              r'[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]')
+
+
+def terminal_safe(s:str)->str:
+    "Model text fit to print: no escape sequences, no control characters but newlines and tabs."
+    return _TERMINAL_UNSAFE.sub('', s)
 
 
 def ReplyView(shell, route:dict=None, ledger:dict=None):
@@ -23,7 +32,7 @@ class KernelView:
 
     def __init__(self, shell, route=None, ledger=None):
         self.pub, self.route, self.ledger, self.id = shell.display_pub, route, ledger, uuid.uuid4().hex
-        self.shown = False
+        self.shown, self.stream = False, SafeStream()   # the answer's finished blocks are made safe once
 
     def _publish(self, data, md):
         self.pub.publish(data, md, transient={'display_id': self.id}, update=self.shown)
@@ -31,11 +40,11 @@ class KernelView:
 
     def waiting(self, model:str, note:str=''):
         "Show that the request is on its way (model loading can take a while)."
-        text = f'*Waiting for {escape(model)}{" · " + escape(note) if note else ""} …*'
+        text = f'*Waiting for {inline_text(model)}{" · " + inline_text(note) if note else ""} …*'
         self._publish({'text/markdown': text, 'text/plain': ''}, {MIME_KEY: dict(reply=True, model=model, status='waiting')})
 
     def update(self, reply):
-        self._publish(*reply_bundle(reply, self.route, self.ledger))
+        self._publish(*reply_bundle(reply, self.route, self.ledger, self.stream))
 
     def show(self, data:dict, md:dict)->dict:
         "Show a finished reply as it was saved (a reused one); return it as an nbformat output."
@@ -45,7 +54,7 @@ class KernelView:
     def final(self, reply)->dict:
         "Send the last update (always, with the exact full text) and return it as an nbformat output."
         if reply.status != 'done' and not reply.answer and not reply.reasoning:
-            data = {'text/markdown': f'*No reply from {escape(reply.model)}.*', 'text/plain': ''}
+            data = {'text/markdown': f'*No reply from {inline_text(reply.model)}.*', 'text/plain': ''}
             md = reply_bundle(reply, self.route, self.ledger)[1]
         else: data, md = reply_bundle(reply, self.route, self.ledger)
         self._publish(data, md)
@@ -68,7 +77,7 @@ class TerminalView:
 
     def show(self, data:dict, md:dict)->dict:
         "Print a saved reply again (a reused one), marked so."
-        self._write(data.get('text/plain', '') + '\n[reused: the saved reply to this same conversation]\n')
+        self._write(terminal_safe(data.get('text/plain', '')) + '\n[reused: the saved reply to this same conversation]\n')
         return dict(output_type='display_data', data=data, metadata=md)
 
     def _think(self, reply):
@@ -77,6 +86,7 @@ class TerminalView:
         if self.printed or len(text) <= self.thought: return
         new = text[self.thought:]
         if not self.thought: new = 'reasoning: ' + new.lstrip()
+        new = terminal_safe(new)
         self._write(f'\x1b[2m{new}\x1b[0m' if self.dim else new)
         self.thought = len(text)
 
@@ -84,7 +94,7 @@ class TerminalView:
         self._think(reply)
         text = reply.answer
         if text and self.thought and not self.printed: self._write('\n\n')
-        self._write(text[self.printed:])
+        self._write(terminal_safe(text[self.printed:]))
         self.printed = len(text)
 
     def final(self, reply)->dict:
@@ -94,6 +104,6 @@ class TerminalView:
         plain = reply_plain(reply)
         warning = f'\n[warning: {self.ledger["warning"]}]' if (self.ledger or {}).get('warning') else ''
         note = f'\n[{reply.note}]' if reply.note else ''
-        self._write(plain[self.printed:] + f'\n[{summary_line(reply)}]{note}{warning}\n')
+        self._write(terminal_safe(plain[self.printed:] + f'\n[{summary_line(reply)}]{note}{warning}') + '\n')
         data, md = reply_bundle(reply, self.route, self.ledger)
         return dict(output_type='display_data', data=data, metadata=md)

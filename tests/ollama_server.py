@@ -4,8 +4,10 @@ It speaks enough of Ollama's native API (/api/tags, /api/show, /api/ps,
 /api/chat, /api/generate, /api/version) and of its OpenAI-compatible API
 (/v1/models, /v1/chat/completions) for the real clients (``ollama``,
 ``litellm``'s ``ollama_chat/`` provider, ``openai``) to work against it.
-Replies are scripted, can carry faults (HTTP errors, dropped or stalled
-streams, garbage or error lines), and every request is recorded.
+Replies are scripted, can carry faults (HTTP errors, dropped, stalled or
+trickling streams, garbage or error lines), and every request is recorded.
+A 'trickle' sends one byte every ``trickle_s`` seconds and never ends a
+line, so no token ever completes while a per-read timeout never fires.
 
 Usage::
 
@@ -15,6 +17,7 @@ Usage::
     with OllamaTestServer() as srv:
         srv.script('Hello\\n  world! ', thinking='Let me think. ')
         srv.script('partial answer', fault='drop', after=1)
+        srv.script('one token, then bytes', fault='trickle', after=1, trickle_s=0.2)
         client = ollama.Client(host=srv.url)      # or OLLAMA_HOST=srv.host
         chunks = client.chat('qwen3:1.7b', messages=[{'role': 'user', 'content': 'hi'}], stream=True)
         assert ''.join(c.message.content for c in chunks) == 'Hello\\n  world! '
@@ -52,7 +55,7 @@ DEFAULT_MODELS = [
     dict(name='smollm2:135m', capabilities=['completion'], context_length=8192,
          family='llama', parameter_size='134.52M', size=270_898_672),
 ]
-FAULTS = ('http_error', 'drop', 'stall', 'malformed', 'error_line')
+FAULTS = ('http_error', 'drop', 'stall', 'malformed', 'error_line', 'trickle')
 CHAT_PATHS = ('/api/chat', '/v1/chat/completions')
 MID_STREAM_ERROR = 'scripted mid-stream error'
 GARBAGE = b'this is not json'
@@ -221,7 +224,8 @@ class Reply:
     done_reason: str = 'stop'
     status: int = 500
     body: object = None
-    stall_s: float = 60.0
+    stall_s: float = 60.0     # how long a 'stall' (or a 'trickle') lasts before the server hangs up
+    trickle_s: float = 0.2    # seconds between the bytes of a 'trickle'
     tool_calls: list = None   # native tool calls, sent in one message chunk after the content (as Ollama does)
 
     def events(self):
@@ -252,6 +256,7 @@ class StreamRecord:
     fault: str
     pieces: int = 0
     completed: bool = False
+    trickled: int = 0         # bytes a 'trickle' fault sent
     disconnected: bool = False
     disconnect_t: float = None
     t_start: float = field(default_factory=time.monotonic)
@@ -570,14 +575,38 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.fault == 'error_line':
             self._write(_frame(fmt.error(MID_STREAM_ERROR)) + _LAST_CHUNK, rec)
             return False
+        if reply.fault == 'trickle':
+            return self._trickle(fmt, rec, reply)
         if reply.fault == 'stall' and self._wait_closed(reply.stall_s):
             self._disconnected(rec)
         self._hang_up()  # 'drop', or the end of a 'stall'
         return False
 
+    def _trickle(self, fmt, rec, reply, line=None):
+        """Send a line a byte at a time, then spaces, never its end, until `stall_s` or the client hangs up."""
+        line = (line or fmt.piece('content', 'never finished')).rstrip(b'\n')
+        deadline = time.monotonic() + reply.stall_s
+        for i in itertools.count():
+            if time.monotonic() >= deadline:
+                break
+            if not self._write(_frame(line[i:i + 1] or b' '), rec):
+                return False
+            rec.trickled += 1
+            if self._wait_closed(reply.trickle_s):
+                self._disconnected(rec)
+                return False
+        self._hang_up()
+        return False
+
     def _whole(self, fmt, reply, body, rec):
         if reply.fault in ('drop', 'stall'):
             return self._fault(fmt, reply, rec)
+        if reply.fault == 'trickle':  # the body, a byte at a time, never complete
+            self.send_response(200)
+            self.send_header('Content-Type', 'application/json; charset=utf-8')
+            self.send_header('Transfer-Encoding', 'chunked')
+            self.end_headers()
+            return self._trickle(fmt, rec, reply, _dumps(fmt.whole(reply, _stats(body, reply, rec))))
         if reply.fault == 'malformed':
             return self._send(200, 'application/json; charset=utf-8', GARBAGE)
         if reply.fault == 'error_line':
@@ -682,12 +711,13 @@ class OllamaTestServer:
     # -- scripting
 
     def script(self, reply='', *, thinking=None, fault=None, after=0, delay=0.0,
-               done_reason='stop', status=500, body=None, stall_s=60.0, tool_calls=None):
+               done_reason='stop', status=500, body=None, stall_s=60.0, trickle_s=0.2, tool_calls=None):
         """Queue one reply (FIFO) for the next chat (or generate-with-prompt) request."""
         if fault is not None and fault not in FAULTS:
             raise ValueError(f'unknown fault {fault!r}; expected one of {FAULTS}')
         item = Reply(split_pieces(reply), split_pieces(thinking), fault, after, delay, done_reason,
-                     status, {'error': 'boom: scripted failure'} if body is None else body, stall_s, tool_calls)
+                     status, {'error': 'boom: scripted failure'} if body is None else body, stall_s, trickle_s,
+                     tool_calls)
         with self._lock:
             self._queue.append(item)
         return item
@@ -761,6 +791,61 @@ class OllamaTestServer:
             self.requests.clear()
             self.streams.clear()
             self._loaded.clear()
+
+
+# --------------------------------------------------------- raw replies
+
+class _RawHandler(BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get('Content-Length') or 0))
+        srv = self.server.owner
+        self.send_response(srv.status)
+        self.send_header('Content-Type', srv.content_type)
+        self.send_header('Transfer-Encoding', 'chunked')
+        self.end_headers()
+        raw, n = srv.raw, srv.split
+        try:
+            for i in range(0, len(raw), n):
+                self.wfile.write(_frame(raw[i:i + n]))
+            self.wfile.write(_LAST_CHUNK)
+        except ConnectionError:
+            self.close_connection = True
+
+
+class RawReplyServer:
+    """Answers every POST with ``raw`` bytes as they are, ``split`` bytes per chunk: for replies no scripted
+    reply can produce (odd values, other line endings, many-line events, huge error bodies)::
+
+        with RawReplyServer(b'data: [1, 2]\\n\\n') as raw:
+            requests.post(raw.url + '/v1/chat/completions', json={}, stream=True)
+    """
+
+    def __init__(self, raw=b'', split=1 << 16, status=200, content_type='text/event-stream'):
+        self.raw, self.split, self.status, self.content_type = raw, split, status, content_type
+        self._httpd = None
+
+    def __enter__(self):
+        self._httpd = _HTTPServer(('127.0.0.1', 0), _RawHandler)
+        self._httpd.owner = self
+        threading.Thread(target=self._httpd.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    @property
+    def url(self):
+        return f'http://127.0.0.1:{self._httpd.server_address[1]}'
+
+    @property
+    def host(self):
+        return f'127.0.0.1:{self._httpd.server_address[1]}'
 
 
 def main(argv=None):

@@ -152,8 +152,12 @@ def test_a_saved_binding_may_not_send_the_notebook_to_a_provider_you_did_not_con
 
 
 def test_a_pick_is_never_older_than_the_one_it_replaces():
-    ahead = dict(model='a', picked_at='2099-01-01T00:00:00.000+00:00')   # saved on a machine whose clock runs ahead
-    assert stamp(ahead)['picked_at'] == '2099-01-01T00:00:00.001+00:00'
+    from datetime import datetime, timedelta, timezone
+    t = (datetime.now(timezone.utc) + timedelta(hours=1)).replace(microsecond=0)   # saved where the clock runs ahead
+    assert stamp(dict(model='a', picked_at=t.isoformat(timespec='milliseconds')))['picked_at'] == \
+        (t + timedelta(milliseconds=1)).isoformat(timespec='milliseconds')
+    far = dict(model='a', picked_at='2099-01-01T00:00:00.000+00:00')   # far ahead: ignored, never pinned for ever
+    assert stamp(far)['picked_at'] < '2099'
     assert clean_binding(dict(model='a', picked_at='~')) == dict(model='a')   # not a time: dropped
 
 

@@ -156,3 +156,26 @@ def test_a_repeated_prompt_without_cell_ids_sees_the_copies_above_it():
     current = Cell('%%prompt\nContinue.', 'prompt', exec_count=4)
     cells = order_cells(ran + [current], saved, current)
     assert [c.source for c in cells] == ['x = 1', '%%prompt\nContinue.', 'y = 2']
+
+
+def test_live_outputs_of_any_shape_read_as_text_never_as_a_traceback():
+    circular = {}
+    circular['self'] = circular
+    deep = []
+    for _ in range(5000): deep = [deep]
+    odd = [dict(output_type='error', ename=3, evalue=None, traceback='Traceback: one string'),
+           dict(output_type='error', ename='E', evalue='v', traceback=['ok line', 7, None, ['nested']]),
+           dict(output_type='error'), dict(output_type='stream', name='stdout', text=['a', 3, 'b']),
+           dict(output_type='stream', text=None), dict(output_type='display_data', data=['not', 'a', 'dict'], metadata=[]),
+           dict(output_type='display_data', data={'application/json': circular}, metadata={'boopiter': None}),
+           dict(output_type='display_data', data={'application/json': deep, 'text/plain': 'deep json'}, metadata={}),
+           dict(output_type='execute_result', data={'text/plain': {'x': 1}, 'image/png': 42}, metadata='x'),
+           dict(output_type='mystery'), 'not an output', None, 12]
+    text, imgs, _ = cell_text(code('show()', *odd))
+    assert 'Traceback: one string' in text and 'ok line' in text and '3: ' in text and 'ab' in text and 'deep json' in text
+    assert imgs == []
+    prompt = Cell('%%prompt\nq', 'prompt', [dict(metadata={'boopiter': True}), dict(metadata=[], data=None), 'x'])
+    assert reply_text(prompt) is None
+    msgs, ledger = build_context([code('show()', *odd), prompt, Cell('note', 'markdown', attachments=['x'])], 'Why?',
+                                 vision=True)
+    assert msgs[-1]['content'].endswith('Why?') and len(ledger['items']) == 3

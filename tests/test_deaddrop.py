@@ -347,3 +347,131 @@ def test_a_saved_binding_may_name_only_sessions_that_exist_here(sess, monkeypatc
     assert screen_binding(dict(model=f'deaddrop/{sid}'), s)[0] == dict(model=f'deaddrop/{sid}')
     assert screen_binding(dict(model='deaddrop/invented'), s)[0] == {}
     assert screen_binding(dict(model='deaddrop/claude'), s)[0] == {}   # no legacy folder here
+
+
+# Files that are not what they should be: refused or ignored in one line, never read endlessly, never a traceback
+
+def in_thread(f, timeout=5):
+    "Run `f` on a thread; its result or exception, or a failure if it blocks (a FIFO opened for reading would)."
+    out = {}
+    def run():
+        try: out['value'] = f()
+        except BaseException as e: out['error'] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), f'{f} blocked'
+    if 'error' in out: raise out['error']
+    return out['value']
+
+
+@pytest.mark.parametrize('kind', ['device link', 'fifo', 'link out of the session', 'directory'])
+def test_a_reply_that_is_not_a_plain_file_is_refused(sess, tmp_path, kind):
+    root, sid = sess
+    pid = dd.drop_prompt(root, sid, 'q', dict(cell_id='c1'))
+    path = root/sid/'outbox'/f'{pid}.md'
+    outside = tmp_path/'elsewhere.md'
+    outside.write_text('not yours\n---DONE---\n')
+    {'device link': lambda: path.symlink_to('/dev/zero'), 'fifo': lambda: os.mkfifo(path),
+     'link out of the session': lambda: path.symlink_to(outside), 'directory': lambda: path.mkdir()}[kind]()
+    with pytest.raises(DeadDropError, match='Refusing') as e:
+        in_thread(lambda: collect(dd.follow_reply(root, sid, pid, poll=POLL, timeout=5)))
+    assert '\n' not in str(e.value) and 'plain files' in str(e.value)
+    assert in_thread(lambda: dd.find_pending(root, sid, 'q', 'c1')) is None   # never re-attached to
+    with pytest.raises(DeadDropError, match='Refusing'): in_thread(lambda: dd.show(root, sid, pid))
+    with pytest.raises(DeadDropError, match='Refusing'): in_thread(lambda: dd.reply_stream(root, sid, pid, ['x']))
+    r = cli(root, 'show', sid, pid)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'Traceback' not in r.stderr
+    assert outside.read_text() == 'not yours\n---DONE---\n'
+
+
+def test_a_legacy_response_that_is_not_a_plain_file_is_refused(root):
+    pid = dd.drop_legacy(root, 'old style?')
+    os.mkfifo(root/'responses'/pid)
+    with pytest.raises(DeadDropError, match='Refusing'): in_thread(lambda: collect(dd.follow_legacy(root, pid, poll=POLL)))
+
+
+def test_a_link_to_a_file_inside_the_session_is_followed(sess):
+    root, sid = sess
+    pid = dd.drop_prompt(root, sid, 'q')
+    (root/sid/'real.md').write_text('linked answer\n---DONE---\n')
+    (root/sid/'outbox'/f'{pid}.md').symlink_to(root/sid/'real.md')
+    assert collect(dd.follow_reply(root, sid, pid, poll=POLL, timeout=2))[:2] == ('linked answer', {})
+
+
+BAD_META = dict(list=b'[1, 2]', string=b'"hello"', number=b'7', nested=b'[' * 50_000 + b']' * 50_000,
+                deep_object=b'{"a":' * 30_000 + b'1' + b'}' * 30_000, not_utf8=b'{"cell_id": "c1\xff\xfe"}',
+                truncated=b'{"cell_id": "c1"', huge=b'{"cell_id": "c1", "x": "' + b'y' * (1 << 17) + b'"}')
+
+
+@pytest.mark.parametrize('bad', list(BAD_META))
+def test_meta_that_is_not_a_small_json_object_is_no_metadata(sess, bad):
+    root, sid = sess
+    pid = dd.drop_prompt(root, sid, 'q', dict(cell_id='c1'))
+    (root/sid/'inbox'/pid/'meta.json').write_bytes(BAD_META[bad])
+    assert dd.find_pending(root, sid, 'q', 'c1') is None          # no cell id to match: a new prompt is asked instead
+    assert dd.next_prompt(root, sid)['meta'] == {} and dd.show(root, sid, pid)['meta'] == {}
+    r = cli(root, 'next', sid, '--json')
+    assert r.returncode == 0 and json.loads(r.stdout)['meta'] == {} and r.stderr == ''
+    r = cli(root, 'show', sid, pid, '--json')
+    assert r.returncode == 0 and json.loads(r.stdout)['meta'] == {} and r.stderr == ''
+
+
+def test_meta_json_as_a_fifo_or_a_link_is_no_metadata(sess, tmp_path):
+    root, sid = sess
+    p1, p2 = dd.drop_prompt(root, sid, 'q', dict(cell_id='c1')), dd.drop_prompt(root, sid, 'q', dict(cell_id='c1'))
+    (root/sid/'inbox'/p1/'meta.json').unlink()
+    os.mkfifo(root/sid/'inbox'/p1/'meta.json')
+    (tmp_path/'m.json').write_text(json.dumps(dict(cell_id='c1', id=p2)))
+    (root/sid/'inbox'/p2/'meta.json').unlink()
+    (root/sid/'inbox'/p2/'meta.json').symlink_to(tmp_path/'m.json')
+    assert in_thread(lambda: dd.find_pending(root, sid, 'q', 'c1')) is None
+    assert in_thread(lambda: dd.next_prompt(root, sid))['meta'] == {}
+
+
+def test_ids_in_meta_are_checked_and_values_kept_plain(sess):
+    root, sid = sess
+    pid = dd.drop_prompt(root, sid, 'q')
+    (root/sid/'inbox'/pid/'meta.json').write_text(json.dumps(dict(id='../../etc', cell_id='c 1/..', notebook='a.ipynb',
+                                                                  model=['x'], nested={'a': 1}, created='today')))
+    assert dd.next_prompt(root, sid)['meta'] == dict(notebook='a.ipynb', created='today')
+    (root/sid/'inbox'/pid/'meta.json').write_text(json.dumps(dict(id=pid, cell_id='c-1_A')))
+    assert dd.next_prompt(root, sid)['meta'] == dict(id=pid, cell_id='c-1_A')
+
+
+def test_a_prompt_md_that_is_not_utf8_or_not_a_file(sess):
+    root, sid = sess
+    p1, p2 = dd.drop_prompt(root, sid, 'q', dict(cell_id='c1')), dd.drop_prompt(root, sid, 'r', dict(cell_id='c1'))
+    (root/sid/'inbox'/p1/'prompt.md').write_bytes(b'q\xff')
+    assert dd.find_pending(root, sid, 'q', 'c1') is None and dd.find_pending(root, sid, 'r', 'c1') == p2
+    assert dd.next_prompt(root, sid)['prompt'] == 'q\ufffd'
+    (root/sid/'inbox'/p1/'prompt.md').unlink()
+    os.mkfifo(root/sid/'inbox'/p1/'prompt.md')
+    assert in_thread(lambda: dd.next_prompt(root, sid))['id'] == p2   # skipped, not blocking the queue
+
+
+def test_a_linked_bundle_is_not_a_prompt(sess, tmp_path):
+    root, sid = sess
+    (tmp_path/'b').mkdir()
+    (tmp_path/'b'/'prompt.md').write_text('planted')
+    (root/sid/'inbox'/'1-1a2b3c4d').symlink_to(tmp_path/'b')
+    assert dd.next_prompt(root, sid) is None
+    with pytest.raises(DeadDropError, match='No prompt'): dd.reply_stream(root, sid, '1-1a2b3c4d', ['x'])
+
+
+def test_terminators_never_hold_a_long_line():
+    t = dd._Terminators()
+    out, done = t.feed('---MODEL: ' + 'x' * 100_000)
+    assert not done and len(t.buf) == 0 and out == '---MODEL: ' + 'x' * 100_000
+    t = dd._Terminators()
+    out = ''.join(t.feed(' ')[0] for _ in range(2000))
+    assert len(t.buf) <= dd._MAX_TERMINATOR and len(out) + len(t.buf) == 2000
+    assert dd._Terminators().feed('text\n   ---DONE---  \n') == ('text', True)   # a short terminator line still ends it
+
+
+def test_show_reads_a_huge_reply_in_bounded_pieces(sess):
+    root, sid = sess
+    pid = dd.drop_prompt(root, sid, 'q')
+    with open(root/sid/'outbox'/f'{pid}.md', 'wb') as f: f.truncate(dd._MAX_SHOW + (1 << 20))   # sparse: cheap to make
+    s = dd.show(root, sid, pid)
+    assert s['status'] == 'replying' and len(s['reply']) < dd._MAX_SHOW + 100 and s['reply'].endswith('MB]')

@@ -1,8 +1,10 @@
-"""The litellm route (`openai/NAME` + api_base) against the test server's OpenAI-compatible endpoints."""
+"""The litellm client against the test server's OpenAI-compatible endpoints: cloud ids (here pointed at the test
+server through `OPENAI_BASE_URL`, as litellm reads it) and other providers' ids on an `api_base`."""
 
 import time
 import pytest
 from ollama_server import free_port
+from kernels import KernelSession
 from boopiter_ext.errors import ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable
 from boopiter_ext.litellm_client import LitellmClient
 from boopiter_ext.messages import mk_msg
@@ -73,26 +75,33 @@ def test_stopping_early_closes_the_connection(srv):
 
 
 @pytest.mark.slow
-def test_prompt_cell_on_the_litellm_route(kernel, srv):
-    kernel.run(f'%config BoopMagics.api_base = "{srv.url}/v1"')
-    srv.script('Through **litellm**.')
-    res = kernel.run(f'%%prompt -m {MODEL}\nhello')
+def test_prompt_cell_on_the_litellm_route(srv, tmp_path):
+    "A cloud id (no `api_base`) goes through litellm, with the key litellm reads from the environment."
+    env = dict(OLLAMA_HOST=srv.host, OPENAI_BASE_URL=srv.url + '/v1', OPENAI_API_KEY='sk-cloud-key')
+    with KernelSession(tmp_path, env=env) as k:
+        assert k.run('%load_ext boopiter_ext').status == 'ok'
+        srv.script('Through **litellm**.')
+        res = k.run(f'%%prompt -m {MODEL}\nhello')
     assert res.status == 'ok', res.outputs
     assert res.reply['data']['text/plain'] == 'Through **litellm**.'
     md = res.reply['metadata']['boopiter']
-    assert md['route'] == 'litellm' and md['model'] == MODEL and md['endpoint'] == f'{srv.url}/v1'
+    assert md['route'] == 'litellm' and md['model'] == MODEL and md['endpoint'] == ''
     assert srv.last_chat()['messages'][-1]['content'] == 'hello'
-    assert 'api_key' not in str(res.reply) and 'none' not in str(md)
+    assert srv.requests[-1].headers['authorization'] == 'Bearer sk-cloud-key' and 'sk-cloud' not in str(res.outputs)
 
 
-def test_a_custom_api_base_never_gets_your_environment_key(srv, monkeypatch):
+def test_another_providers_id_on_a_custom_api_base_never_gets_your_environment_key(srv, monkeypatch):
+    "`hosted_vllm/NAME` on `api_base` still goes through litellm, with the key `Router.api_key` decides."
     from boopiter_ext.errors import SettingsError
     from boopiter_ext.models import Router
     from boopiter_ext.settings import load_settings
     monkeypatch.setenv('OPENAI_API_KEY', 'sk-real-secret')
     def auth(**config):
         s = load_settings(config=dict(api_base=srv.url + '/v1', **config))
-        pump(Router().chat(MODEL, MSGS, s), Reply(MODEL))
+        srv.script('via litellm')
+        router = Router()
+        assert pump(router.chat('hosted_vllm/qwen3:1.7b', MSGS, s), Reply(MODEL)).answer == 'via litellm'
+        assert router._litellm is not None and not router._openai
         return [r.headers.get('authorization') for r in srv.requests if r.path.startswith('/v1/chat')][-1]
     assert auth() == 'Bearer none'
     monkeypatch.setenv('MY_SERVER_KEY', 'k-123')

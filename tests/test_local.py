@@ -103,9 +103,31 @@ def test_an_openai_compatible_server_is_listed_and_its_model_answers_when_picked
             assert k.run(f'%boop model {model}').status == 'ok'
             res = k.run('%%prompt\nSay hi.', timeout=180)
             md = res.reply['metadata']['boopiter']
-            assert (md['model'], md['model_source'], md['route'], md['status']) == (model, 'notebook binding', 'litellm', 'done')
+            assert (md['model'], md['model_source'], md['status']) == (model, 'notebook binding', 'done')
+            assert md['route'] == 'OpenAI-compatible'                 # straight to llama.cpp's server, not through litellm
             assert md['endpoint'] == base and res.reply['data']['text/plain'].strip()
     finally: server.stop()
+
+
+def test_the_router_streams_the_engine_directly_and_a_stall_frees_it_for_the_next_prompt():
+    "No litellm: the OpenAI-compatible client reads llama.cpp's event stream; a stall hangs up and the engine answers on."
+    from boopiter_ext.errors import ReplyStalled
+    from boopiter_ext.messages import mk_msg
+    from boopiter_ext.models import Router
+    from boopiter_ext.settings import load_settings
+    from boopiter_ext.stream import Reply, pump
+    router, msgs = Router(), [mk_msg('Count from 1 to 50, separated by commas.')]
+    try:
+        with pytest.raises(ReplyStalled):   # no engine answers its first token within a millisecond
+            pump(router.chat('local/smollm2-135m', msgs, load_settings(config=dict(timeout=0.001, max_tokens=3000))),
+                 Reply('local/smollm2-135m'))
+        t = time.monotonic()   # one slot: had the engine kept writing the 3,000 tokens nobody reads, this would wait
+        r = pump(router.chat('local/smollm2-135m', msgs, load_settings(config=dict(timeout=60, max_tokens=24))),
+                 Reply('local/smollm2-135m'))
+        assert r.answer.strip() and r.chunks > 1 and time.monotonic() - t < 8
+        assert r.info['finish_reason'] in ('stop', 'length') and r.info['completion_tokens'] > 1
+        assert list(router._openai) == [router.local.url + '/v1'] and router._litellm is None
+    finally: router.close()
 
 
 def test_the_tiny_model_proposes_a_python_block_that_the_tool_loop_parses(tmp_path):

@@ -1,6 +1,6 @@
 """The docs execute: the tour on the embedded model (the README's main job), the how-tos on the test server."""
 
-import json, re, shutil, subprocess, sys
+import html, json, re, shutil, subprocess, sys
 from pathlib import Path
 import nbformat, pytest
 from conftest import ROOT
@@ -209,6 +209,7 @@ def test_reproducible_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert text('%boop cassette off').startswith('No cassette in use') and not cassette.exists()   # nothing recorded
     benched = cell['%boop bench --models qwen3:1.7b,smollm2:135m --tasks my_tasks.json --out my_scores'].outputs
     scorecard = next(o['data']['text/markdown'] for o in benched if 'text/markdown' in o.get('data', {}))
+    scorecard = html.unescape(re.sub(r'\\(.)', r'\1', scorecard).replace('| --- |', '|---|'))   # as it reads, escapes aside
     for line in ('| pct | C | What is 17.5% of 2340? | `C   ok` | `-   XX` |', '| right tools | 2/2 | 0/2 |',
                  '| hi | - | Hi! In one sentence, what can you help me with? | `-   ok` | `T   XX` |',
                  '| calls a guard stopped | 0 | 1 |', '| model round trips | 3 | 3 |',

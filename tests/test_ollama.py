@@ -1,8 +1,8 @@
 """The Ollama client against the test server: what goes on the wire, and every fault as a clear error."""
 
-import threading, time
+import json, threading, time
 import pytest
-from ollama_server import MID_STREAM_ERROR, free_port
+from ollama_server import MID_STREAM_ERROR, RawReplyServer, free_port
 from boopiter_ext.errors import (OllamaError, OllamaModelNotFound, OllamaUnreachable, ReplyBroken, ReplyStalled,
                                  Unreachable, ModelNotFound)
 from boopiter_ext.messages import mk_msg
@@ -95,7 +95,7 @@ def test_mid_stream_error_line_and_malformed_line(srv):
     srv.script('a b c', fault='error_line', after=1)
     with pytest.raises(OllamaError, match=MID_STREAM_ERROR): answer(OllamaClient(srv.host))
     srv.script('a b c', fault='malformed', after=1)
-    with pytest.raises(OllamaError, match='not JSON'): answer(OllamaClient(srv.host))
+    with pytest.raises(OllamaError, match='not a JSON object'): answer(OllamaClient(srv.host))
 
 
 def test_no_token_for_timeout_seconds_stops_and_hangs_up(srv):
@@ -128,3 +128,23 @@ def test_listing_is_sorted_and_model_info_reads_show(srv):
     n = len(srv.requests)
     c.model_info('qwen3:1.7b')
     assert len(srv.requests) == n                           # cached
+
+
+def test_values_of_the_wrong_kind_never_reach_the_reply():
+    "A server's odd values (numbers for text, strings for objects) are skipped, not passed on to break the page."
+    lines = [dict(message=dict(content=5)), dict(message='x'),
+             dict(message=dict(content='ok', thinking=['x'], tool_calls='no')),
+             dict(message=dict(content=''), done=True, done_reason=5, eval_count='many', prompt_eval_count=3)]
+    with RawReplyServer(b''.join(json.dumps(d).encode() + b'\n' for d in lines), split=7) as raw:
+        r = answer(OllamaClient(raw.host))
+        assert (r.answer, r.reasoning) == ('ok', '')
+        assert r.info == dict(finish_reason=None, prompt_tokens=3, completion_tokens=None, tool_calls=None)
+        raw.raw = b'{"message": {"content": "a"}}\n[1, 2]\n'
+        with pytest.raises(OllamaError, match='not a JSON object'): answer(OllamaClient(raw.host))
+
+
+def test_an_endless_error_body_is_read_only_in_part():
+    with RawReplyServer(b'{"error": "' + b'x' * (8 << 20) + b'"}', status=500, content_type='application/json') as raw:
+        t = time.monotonic()
+        with pytest.raises(OllamaError, match='HTTP 500') as e: answer(OllamaClient(raw.host))
+        assert len(str(e.value)) < 1200 and time.monotonic() - t < 5

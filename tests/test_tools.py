@@ -1,6 +1,5 @@
-import logging, os, sys
+import logging, os, re, sys, threading, time
 from pathlib import Path
-import time
 import pytest
 from boopiter_ext import tools
 from boopiter_ext.context import Cell
@@ -108,10 +107,67 @@ def test_list_files_lists_relative_paths_without_hidden_bulky_or_escaping_entrie
 
 
 def test_list_files_is_capped(tmp_path):
-    for i in range(310): (tmp_path/f'f{i:03d}.txt').write_text('x')
+    for i in range(300): (tmp_path/f'f{i:03d}.txt').write_text('x')
+    assert ftools(tmp_path)['list_files']().splitlines()[-1] == 'f299.txt'   # exactly the cap: nothing was left out
+    for i in range(300, 310): (tmp_path/f'f{i:03d}.txt').write_text('x')
     lines = ftools(tmp_path)['list_files']().splitlines()
     assert len(lines) == 301 and lines[0] == 'f000.txt' and lines[299] == 'f299.txt'
-    assert lines[-1] == '... 10 more; narrow `path` or `pattern`'
+    assert lines[-1] == '... stopped at 300 entries; narrow `path` or `pattern`'
+
+
+def test_list_files_walks_depth_first_sorted_in_each_folder(tmp_path):
+    for p in ('b/z.txt', 'b/a/y.txt', 'a-b.txt', 'c.txt'):
+        (tmp_path/p).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path/p).write_text('x')
+    assert ftools(tmp_path)['list_files']().splitlines() == ['a-b.txt', 'b/', 'b/a/', 'b/a/y.txt', 'b/z.txt', 'c.txt']
+
+
+def test_list_files_and_search_files_stop_in_time_and_say_where(tree, monkeypatch):
+    monkeypatch.setattr(tools, '_MAX_SECONDS', 0)
+    t = ftools(tree)
+    assert t['list_files']() == '... stopped after 0 s, in ./; narrow `path` or `pattern`'
+    assert t['list_files']('sub') == '... stopped after 0 s, in sub/; narrow `path` or `pattern`'
+    assert t['search_files']('todo', 'sub') == '... stopped after 0 s, in sub/; narrow `path` or `glob`'
+    assert t['search_files']('x = 1', 'a.py') == 'a.py:2: x = 1'        # one file: nothing to walk
+
+
+def test_patterns_that_are_not_text_come_back_as_errors(tree):
+    t = ftools(tree)
+    assert t['list_files']('.', 3) == 'error: pattern must be a string, not int'
+    assert t['search_files']('todo', '.', None) == 'error: glob must be a string, not NoneType'
+
+
+def test_fifos_are_listed_but_never_opened(tmp_path):
+    os.mkfifo(tmp_path/'pipe.txt')
+    (tmp_path/'real.txt').write_text('hello\n')
+    t, out = ftools(tmp_path), {}
+    def run(): out.update(ls=t['list_files'](), grep=t['search_files']('hel'), read=t['read_file']('pipe.txt'))
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(5)
+    assert not th.is_alive(), 'a tool opened the FIFO and waits for a writer'
+    assert out == dict(ls='pipe.txt\nreal.txt', grep='real.txt:1: hello', read='error: pipe.txt is not a regular file')
+
+
+def test_a_folder_of_100_000_files_never_holds_the_kernel(tmp_path, monkeypatch):
+    for i in range(100):   # hard links: real files, made ten times faster than new ones (at most 65,000 links each)
+        (d := tmp_path/f'd{i:03d}').mkdir()
+        (src := d/'f0000.txt').write_text('some text\nmore\n')
+        for j in range(1, 1000): os.link(src, d/f'f{j:04d}.txt')
+    t = ftools(tmp_path)
+    def timed(f, *args):
+        t0 = time.perf_counter()
+        return f(*args), time.perf_counter() - t0
+    out, took = timed(t['list_files'])
+    assert took < 1 and out.splitlines()[-1] == '... stopped at 300 entries; narrow `path` or `pattern`'
+    out, took = timed(t['list_files'], '.', '*.rs')   # matches nothing: the whole walk, or the time bound
+    assert took < tools._MAX_SECONDS + 1
+    assert out == "(nothing under . matches '*.rs')" or re.fullmatch(r'\.\.\. stopped after 2 s, in d\d{3}/; .*', out)
+    out, took = timed(t['search_files'], 'more')
+    assert took < 1 and out.splitlines()[-1] == '... stopped at 200 matches; narrow it'
+    monkeypatch.setattr(tools, '_MAX_SECONDS', 0.3)
+    out, took = timed(t['search_files'], 'needle')   # reads every file: stopped by time
+    assert took < 1.3 and re.fullmatch(r'\.\.\. stopped after 0\.3 s, in d\d{3}/; narrow `path` or `glob`', out), out
 
 
 # ---- read_file
