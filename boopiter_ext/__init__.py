@@ -10,7 +10,7 @@ the embedded model are imported on first use (litellm warms up on a background t
 """
 
 __version__ = '0.1.0'
-__all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics', 'OllamaClient',
+__all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics', 'Assistant', 'OllamaClient',
            'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells', 'load_settings', 'Reply', 'pump',
            'BoopError', 'Catalog', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded', 'add_tool', 'side_effect',
            'get_tool_list', 'tools_system_prompt']
@@ -18,7 +18,7 @@ __all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 
 import importlib, os
 from .errors import BoopError
 
-_LAZY = dict(BoopMagics='.magics', OllamaClient='.ollama', Router='.models', LocalModel='.local', Cell='.context',
+_LAZY = dict(BoopMagics='.magics', Assistant='.assistant', OllamaClient='.ollama', Router='.models', LocalModel='.local', Cell='.context',
              build_context='.context', order_cells='.context', load_settings='.settings', Reply='.stream',
              pump='.stream', Catalog='.catalog', ollama_loaded='.ollama', unload_ollama_model='.ollama',
              sync_ollama_loaded='.ollama', add_tool='.tools', side_effect='.tools', get_tool_list='.tools',
@@ -31,6 +31,11 @@ def __getattr__(name):
     return getattr(importlib.import_module(_LAZY[name], __name__), name)
 
 def __dir__(): return sorted(__all__)
+
+
+def _jupyter_labextension_paths():
+    "Where JupyterLab and Notebook 7 find the prebuilt frontend half (`jupyter labextension develop` reads it)."
+    return [{'src': 'labextension', 'dest': 'boopiter-ext'}]
 
 
 def load_ipython_extension(ip):

@@ -19,11 +19,11 @@ outrank every pick made after it): any other stamp is ignored, as if the pick ha
 """
 
 __all__ = ['BINDING_MIME', 'BINDING_KEYS', 'Binding', 'clean_binding', 'screen_binding', 'may_choose', 'binding_text',
-           'binding_bundle', 'saved_binding', 'stamp']
+           'binding_bundle', 'saved_binding', 'newest', 'stamp']
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from .models import route_name
+from .routes import route_name
 from .render import MIME_KEY
 from .settings import check_setting, declared_models, refusal
 
@@ -146,14 +146,22 @@ def _payload(output):
     return value if isinstance(value, dict) else None
 
 
+def newest(
+    *bindings,  # Bindings, oldest first where their stamps tie
+)->dict|None:   # The one picked last (by `picked_at`), ties going to the later; None if none is given
+    "The binding picked most recently: a stamp from the future beyond a day counts as none (see the docstring)."
+    never = datetime.min.replace(tzinfo=timezone.utc)
+    return max(reversed(bindings), key=lambda b: _when(b.get('picked_at')) or never) if bindings else None
+
+
 def saved_binding(
     path:Path,  # The notebook file
 )->Binding|None:# The binding saved in it (with what of it was ignored), or None if it has none or cannot be read
-    "The binding saved in the notebook at `path`: the most recently picked one, else the last in notebook order."
-    from .notebook import saved_cells
+    """The binding saved in the notebook at `path`: the most recently picked of the bindings its outputs show and the
+    one the frontend extension keeps in its metadata (`metadata.boopiter.binding`); ties go to the last."""
+    from .notebook import saved_notebook
+    cells, meta = saved_notebook(path) or ([], {})
     where = f'the binding saved in {Path(path).name}'
-    found = [Binding(clean_binding(p, refused := [], where), refused)
-             for c in saved_cells(path) or [] for p in map(_payload, c.outputs) if p is not None]
-    if not found: return None
-    never = datetime.min.replace(tzinfo=timezone.utc)
-    return max(reversed(found), key=lambda b: _when(b.get('picked_at')) or never)   # ties: the last in notebook order
+    payloads = [p for c in cells for p in map(_payload, c.outputs) if p is not None]
+    if isinstance(ours := meta.get(MIME_KEY), dict) and isinstance(ours.get('binding'), dict): payloads.append(ours['binding'])
+    return newest(*[Binding(clean_binding(p, refused := [], where), refused) for p in payloads])

@@ -13,7 +13,7 @@ logged and the cell runs on.
 __all__ = ['CellRecorder', 'error_output']
 
 import logging, sys, traceback
-from .context import Cell, is_prompt
+from .context import Cell, cell_tags, is_prompt
 
 log = logging.getLogger('boopiter_ext')
 _OWN = 'boopiter'  # metadata key of our own reply outputs, recorded by the prompt magic itself
@@ -99,7 +99,7 @@ class CellRecorder:
             return
         src = info.raw_cell or ''
         self.current = Cell(src, 'prompt' if is_prompt(src) else 'code', cell_id=info.cell_id,
-                            exec_count=self.shell.execution_count)
+                            exec_count=self.shell.execution_count, tags=cell_tags(getattr(info, 'cell_meta', None)))
         if self.current.kind == 'code': self._tee()
 
     @_quiet

@@ -18,7 +18,7 @@ __all__ = ['ModelEntry', 'Listing', 'Catalog', 'SOURCES', 'human_size']
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from .errors import BoopError
-from .models import LOCAL_ID, declared_vision, is_ollama_id, ollama_tag
+from .routes import LOCAL_ID, declared_vision, is_ollama_id, ollama_tag
 from .settings import declared_models, public_url
 
 BADGES = dict(tools='🔧', vision='👁️', thinking='🧠')

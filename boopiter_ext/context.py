@@ -3,17 +3,23 @@
 Cells are plain records (`Cell`) with nbformat-style outputs, whether they were captured live in the
 kernel, recovered from the input history, or read from the saved notebook. `order_cells` puts them
 in notebook order; `build_context` turns them into messages: earlier prompt cells and their replies
-become user/assistant turns, everything else is shown to the model as the cells it ran. Long outputs
-are clipped with a visible marker, and when the whole does not fit, the oldest cells are dropped
-first, never the current prompt. Images (outputs, Markdown attachments and image links) go to vision
-models as images, newest first within a budget, scaled down (`images.py`); other models get a short
-placeholder. The returned ledger says what was sent, clipped and dropped, images included.
+become user/assistant turns (each question as its request sent it, each reply exactly as generated),
+everything else is shown to the model as the cells it ran. Long outputs are clipped with a visible
+marker, and when the whole does not fit, the oldest cells are dropped first, never the current prompt.
+Images (outputs, Markdown attachments and image links) go to vision models as images, newest first
+within a budget, scaled down (`images.py`); other models get a short placeholder. The returned ledger
+says what was sent, clipped and dropped, images included.
+
+Prefix reuse: while a notebook only grows, each prompt's messages extend the previous prompt's, so a
+local server (llama.cpp, Ollama) takes all but the new part from its prompt cache: nothing in an
+earlier cell's text depends on what came after it, and the budget drops cells (and stops sending old
+images) in large steps, on a grid fixed from the notebook's start, not one at a time.
 
     msgs, ledger = build_context(order_cells(executed, saved, current), 'Why is this slow?', limit=6000)
 """
 
 __all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text', 'fenced',
-           'build_context', 'context_window', 'estimate_tokens', 'SYSTEM_PROMPT']
+           'build_context', 'context_window', 'estimate_tokens', 'cell_tags', 'SYSTEM_PROMPT', 'HIDE_TAG', 'PIN_TAG']
 
 import json, re
 from dataclasses import dataclass, field
@@ -28,6 +34,7 @@ _MSG_OVERHEAD = 4       # tokens a chat template adds around each message
 _ANSI = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
 _TEXT_MIMES = ('text/markdown', 'text/plain', 'text/html', 'application/json', 'text/latex')
 _OWN_LINE = re.compile(r'\s*(%(load_ext|reload_ext)\s+boopiter_ext|%boop\b|%config\s+BoopMagics\b)')
+HIDE_TAG, PIN_TAG = 'boop-hide', 'boop-pin'   # cell tags: never sent; never dropped to fit the window
 
 
 @dataclass
@@ -38,8 +45,16 @@ class Cell:
     outputs: list = field(default_factory=list)
     cell_id: str = None
     exec_count: int = None
-    origin: str = 'live'                # 'live' (captured), 'history' (ran before loading) or 'file' (saved)
+    origin: str = 'live'                # 'live' (captured), 'history' (ran before loading), 'file' (saved) or
+                                        # 'frontend' (as the notebook shows it now, unsaved edits included)
     attachments: dict = field(default_factory=dict)   # a Markdown cell's attachments: {name: {mime: base64}}
+    tags: tuple = ()                    # the cell's tags (`boop-hide`, `boop-pin`, any other)
+
+
+def cell_tags(meta)->tuple:
+    "The tags in a cell's metadata (from a file, a frontend or an execute request), as plain strings only."
+    tags = meta.get('tags') if isinstance(meta, dict) else None
+    return tuple(t for t in tags if isinstance(t, str) and 0 < len(t) <= 100)[:50] if isinstance(tags, list) else ()
 
 
 def is_prompt(source:str)->bool: return source.lstrip().startswith('%%prompt')
@@ -64,6 +79,21 @@ def reply_text(cell:Cell)->str|None:
     for o in reversed(cell.outputs):
         if _own(o).get('reply'): return _join(_data(o).get('text/plain', ''))
     return None
+
+
+def _asked(
+    cell:Cell,      # An earlier prompt cell, with its reply
+    question:str,   # Its question, as its text has it now
+    limit:int=0,    # Most characters its request may have added (a reply is clipped at as much); 0: any
+)->str:
+    """The question as its reply's request sent it (with the values of its $`variables`, which its reply's metadata
+    keeps: `render.reply_metadata`), so a later prompt repeats that turn token for token; else `question`."""
+    for o in reversed(cell.outputs):
+        if not _own(o).get('reply'): continue
+        sent = _field(_own(o), 'context').get('asked')
+        ok = isinstance(sent, str) and sent.startswith(question) and (not limit or len(sent) - len(question) <= limit)
+        return sent if ok else question
+    return question
 
 
 # Live outputs come from whatever the kernel published, saved ones from a file anyone can write (`notebook.py`
@@ -187,18 +217,21 @@ def cell_text(
 
 def _label(cell):
     n = f' [{cell.exec_count}]' if cell.exec_count else ''
-    where = {'history': ' (ran before loading)', 'file': ' (saved notebook)'}.get(cell.origin, '')
+    if cell.kind == 'markdown': return 'Markdown note' + (' (unsaved edit)' if cell.origin == 'frontend' else '')
+    where = {'history': ' (ran before loading)', 'file': ' (saved, from an earlier run)'}.get(cell.origin, '')
+    if cell.kind == 'code' and cell.origin == 'frontend': where = ' (not run in this kernel)'
     if cell.kind == 'prompt': return f'Prompt{n} and reply{where}'
-    if cell.kind == 'markdown': return f'Markdown note{where}'
     return f'In{n or " [ ]"}{where}'
 
 
 def order_cells(
     executed:list,      # Cells run in this kernel, in execution order, one per cell (re-runs replaced)
-    saved:list=None,    # Cells of the saved notebook (None when the notebook file is unknown)
+    saved:list=None,    # The notebook's cells in order: its file's, or as its frontend shows them (None: unknown)
     current:Cell=None,  # The prompt cell being run
 )->list:
-    "Cells above `current` in notebook order; cells the saved file does not have yet follow, in execution order."
+    """The notebook above `current`, in notebook order: each cell as it ran in this kernel, else as the notebook holds
+    it (code with its saved outputs, earlier prompts with their saved replies, notes); cells run here that the notebook
+    does not have yet follow, in execution order. With the notebook unknown: the cells run here."""
     mine = current.cell_id if current is not None else None
     executed = [c for c in executed if c is not current and not (mine and c.cell_id == mine)]  # a re-run replaces
     if saved is None: return executed
@@ -220,8 +253,11 @@ def order_cells(
         if p is None: unplaced.append(c)
         elif cur is None or p < cur:
             if c.origin == 'history' and not c.outputs: c.outputs = saved[p].outputs
+            if not c.tags: c.tags = saved[p].tags
             placed.append((p, c))
-    placed += [(i, c) for i,c in enumerate(saved) if c.kind == 'markdown' and (cur is None or i < cur)]
+    # where the prompt is not in the notebook yet, the cells below the last one run here are not above it
+    end = cur if cur is not None else max((p for p,_ in placed), default=-1) + 1 if current is not None else len(saved)
+    placed += [(i, c) for i,c in enumerate(saved) if i not in taken and i < end]
     order = {id(c): n for n,c in enumerate(executed)}
     return [c for p,c in sorted(placed, key=lambda t: t[0])] + sorted(unplaced, key=lambda c: order[id(c)])
 
@@ -236,7 +272,7 @@ def _units(cells, clip_chars, pick, root):
             q, a = prompt_text(c.source), reply_text(c)
             if not q: continue
             _, imgs = _markdown_parts(q, None, root, pick, _label(c))   # images an earlier question linked
-            q = without_data_urls(q)
+            q = _asked(c, without_data_urls(q), clip_chars * 4) if a else without_data_urls(q)
             a, clipped = clip(a, clip_chars * 4) if a else (a, False)
             units.append(dict(cell=c, kind='turn', text=q, reply=a, images=imgs, clipped=clipped, records=pick.records[n:],
                               tokens=estimate_tokens(q) + estimate_tokens(a or '') + 2*_MSG_OVERHEAD + _image_cost(imgs)))
@@ -248,6 +284,66 @@ def _units(cells, clip_chars, pick, root):
 
 
 def _image_cost(imgs): return sum(image_tokens(i.width, i.height) for i in imgs)
+
+
+class _Counting:
+    "Stands in for an `ImagePicker` to count the images a context would ask about, fitting none."
+    def __init__(self): self.asked, self.records = 0, []
+    def __call__(self, where, mime, data, name=None):
+        self.asked += 1
+        return '', []
+    def skip(self, where, what, why): pass
+
+
+class _Stepped:
+    """An `ImagePicker` that tries only the newest `allowed` images it is asked about (newest first): the older ones
+    get the placeholder the picker gives past its budget, and the picker's own budget still applies."""
+    def __init__(self, pick:ImagePicker, allowed:int): self.pick, self.allowed, self.asked = pick, allowed, 0
+    @property
+    def records(self): return self.pick.records
+    def skip(self, where, what, why): self.pick.skip(where, what, why)
+    def __call__(self, where, mime, data, name=None):
+        self.asked += 1
+        if self.asked <= self.allowed: return self.pick(where, mime, data, name)
+        what, n = name or f'{mime} output', self.pick.max_images
+        self.pick.skip(where, what, f'over the budget of {n} image{"s" * (n != 1)} (`max_images`)')
+        return f'[{what} omitted: too many images]', []
+
+
+def _image_picker(cells, prompt, vision, max_images, max_side, clip_chars, root):
+    """The picker for a context: past `max_images`, the oldest images stop being sent half a budget at a time (counted
+    from the notebook's start), not one per new image, so what the model was sent of older cells stays put while the
+    notebook grows (a server's cache holds it)."""
+    pick = ImagePicker(vision, max_images, max_side)
+    if not vision or max_images <= 0: return pick
+    count = _Counting()
+    _markdown_parts(prompt, None, root, count, 'the prompt')
+    _units(cells, clip_chars, count, root)
+    step = max(1, max_images // 2)
+    over = count.asked - max_images
+    return pick if over <= 0 else _Stepped(pick, count.asked - -(-over // step) * step)
+
+
+def _droppable(units, total, limit, keep, fixed)->set:
+    """The units to drop to fit `limit`: the oldest, never a pinned one, cut on a grid of steps of `1-keep` of the budget
+    counted from the notebook's start. A notebook that outgrows the budget loses its oldest cells down to about `keep`
+    of it; then the cut stays put while it grows (each prompt's request extends the last one, so a server's cache
+    serves all but the new cells) until the rest no longer fits, and moves a whole step. A question shorter than a
+    sixteenth of the budget counts as that much, so the cut depends on the cells alone, not on each question."""
+    if limit is None: return set()
+    settled = total - fixed + max(fixed, limit // 16)
+    if settled <= limit and total <= limit: return set()
+    free = [i for i,u in enumerate(units) if PIN_TAG not in u['cell'].tags]
+    step, top = max(1.0, limit * (1 - keep)), limit * (1 + keep) / 2   # kept: within (top - step, top], ~keep on average
+    steps = max(1, -int(-(settled - top) // step)) if settled > limit else 0
+    while True:
+        done, dropped = 0, set()
+        for i in free:   # up to the cell boundary nearest the cut
+            if done + units[i]['tokens'] / 2 > steps * step: break
+            done += units[i]['tokens']
+            dropped.add(i)
+        if total - done <= limit or len(dropped) == len(free): return dropped
+        steps += 1   # this question does not fit even so: a step more for it alone
 
 
 def _messages(units, prompt, prompt_images, system):
@@ -278,30 +374,43 @@ def build_context(
     clip_chars:int=4000,  # Characters kept per output
     vision:bool=False,    # Send images as images (vision models)
     root=None,            # The notebook's folder: Markdown image links (in notes and the prompt) are read inside it
-    max_images:int=8,     # Most images sent with one prompt; the newest are kept
+    max_images:int=8,     # Most images sent with one prompt; the newest are kept (past it, half as many go at once)
     max_side:int=1024,    # Longest side of an image sent, in pixels
+    keep:float=0.75,      # Past the budget, the oldest cells go in steps of `1-keep` of it: ~`keep` of it is kept
 )->tuple:                 # (messages, ledger)
-    "Messages for the model and a ledger of what was sent, clipped and dropped."
-    pick = ImagePicker(vision, max_images, max_side)
+    """Messages for the model and a ledger of what was sent, clipped, dropped and hidden. Each prompt's messages extend
+    the previous prompt's while the notebook only grows (same system prompt, same text for every earlier cell, earlier
+    prompts as the turns their requests sent), so a server's prompt cache serves all but what is new."""
+    shown = [c for c in cells if HIDE_TAG not in c.tags]
+    pick = _image_picker(shown, prompt, vision, max_images, max_side, clip_chars, root)
     _, prompt_images = _markdown_parts(prompt, None, root, pick, 'the prompt')   # the newest images of all
     n_prompt, prompt = len(pick.records), without_data_urls(prompt)
-    units = _units(cells, clip_chars, pick, root)
-    fixed = estimate_tokens(system) + estimate_tokens(prompt) + 2*_MSG_OVERHEAD + _image_cost(prompt_images)
+    hidden = [c for c in cells if HIDE_TAG in c.tags and not is_own(c)]
+    units = _units(shown, clip_chars, pick, root)
+    system_tokens = estimate_tokens(system) + _MSG_OVERHEAD
+    fixed = system_tokens + estimate_tokens(prompt) + _MSG_OVERHEAD + _image_cost(prompt_images)
     total = fixed + sum(u['tokens'] for u in units)
-    dropped = 0
-    while limit is not None and total > limit and dropped < len(units):
-        total -= units[dropped]['tokens']
-        for r in units[dropped]['records']: r.update(status='dropped', why='its cell was dropped to fit the window')
-        dropped += 1
-    sent = units[dropped:]
-    items = [dict(label=_label(u['cell']), tokens=u['tokens'], images=[i.size for i in u['images']],
-                  status='dropped' if i < dropped else 'clipped' if u['clipped'] else 'sent') for i,u in enumerate(units)]
+    dropped = _droppable(units, total, limit, keep, fixed - system_tokens)
+    for i in dropped:
+        total -= units[i]['tokens']
+        for r in units[i]['records']: r.update(status='dropped', why='its cell was dropped to fit the window')
+    sent = [u for i,u in enumerate(units) if i not in dropped]
+    def status(i, u): return ('dropped' if i in dropped else 'clipped' if u['clipped'] else 'sent') + \
+                             (' (pinned)' if PIN_TAG in u['cell'].tags else '')
+    items = [(u['cell'], dict(label=_label(u['cell']), tokens=u['tokens'], images=[i.size for i in u['images']],
+                              status=status(i, u))) for i,u in enumerate(units)]
+    where = {id(c): n for n,c in enumerate(cells)}   # the ledger in notebook order, hidden cells in their places
+    items = [it for _,it in sorted(items + [(c, dict(label=_label(c), tokens=0, images=[], status='hidden')) for c in hidden],
+                                   key=lambda t: where[id(t[0])])]
     notes = []
     if limit is not None and total > limit:
-        notes.append(f'the prompt alone (~{fixed:,} tokens) exceeds the budget of {limit:,} tokens; sent anyway')
+        notes.append(f'the prompt alone (~{fixed:,} tokens) exceeds the budget of {limit:,} tokens; sent anyway'
+                     if not any(PIN_TAG in u['cell'].tags for u in sent) else
+                     f'the prompt and the pinned cells (~{total:,} tokens) exceed the budget of {limit:,} tokens; sent anyway')
     records = [r for u in units for r in u['records']] + pick.records[:n_prompt]   # in context order
-    ledger = dict(items=items, tokens=total, limit=limit, clipped=sum(i['status'] == 'clipped' for i in items),
-                  dropped=dropped, images=sum(r['status'] == 'sent' for r in records), image_records=records, notes=notes)
+    ledger = dict(items=items, tokens=total, limit=limit, clipped=sum(i['status'].startswith('clipped') for i in items),
+                  dropped=len(dropped), hidden=len(hidden), images=sum(r['status'] == 'sent' for r in records),
+                  image_records=records, notes=notes, asked=prompt)   # asked: the reply keeps it for the next prompts
     return _messages(sent, prompt, prompt_images, system), ledger
 
 

@@ -12,7 +12,7 @@ budget, else a short placeholder in the text. Every decision is recorded for the
 Pillow is imported on first use, and opens PNG, JPEG, GIF and WebP only (never EPS, which it would
 hand to Ghostscript), up to `MAX_PIXELS`. Remote images are never fetched (a URL could carry the
 context out), and image files are read only inside the notebook's folder, as the file tools are
-(`tools.confine`).
+(`paths.confine`).
 """
 
 __all__ = ['ContextImage', 'ImagePicker', 'fit_image', 'image_tokens', 'markdown_images', 'IMAGE_MIMES', 'MAX_PIXELS']
@@ -134,7 +134,7 @@ def _data_url(src):
 
 def _local_file(src, root):
     from urllib.parse import unquote
-    from .tools import confine
+    from .paths import confine
     if root is None: return None, "the notebook's folder is unknown"
     p = confine(root, unquote(src.split('#')[0].split('?')[0]))
     if isinstance(p, str): return None, p.removeprefix('error: ')

@@ -1,4 +1,4 @@
-"""Cloud ids and other providers' protocols, through litellm (`models.uses_litellm` says which ids).
+"""Cloud ids and other providers' protocols, through litellm (`routes.uses_litellm` says which ids).
 
     for kind, text in LitellmClient().chat('anthropic/claude-sonnet-4-5', msgs): ...
 
@@ -6,14 +6,14 @@ The embedded model and `openai/NAME` on an `api_base` stream directly (`openai_c
 on first use (about 4.5 s; `magics.py` warms it up on a background thread), with `LITELLM_LOCAL_MODEL_COST_MAP=True`
 so importing it never downloads a price map. API keys come from the environment, as litellm reads them; none is
 ever written anywhere by boopiter. A reply that yields no token for `timeout` seconds is hung up: the watch
-(`models.StallWatch`) shuts down the socket under the SDK's stream, found through httpx's `network_stream`.
+(`stream.StallWatch`) shuts down the socket under the SDK's stream, found through httpx's `network_stream`.
 """
 
 __all__ = ['LitellmClient', 'import_litellm']
 
 import os, socket, threading
 from .errors import BoopError, ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable
-from .models import StallWatch
+from .stream import StallWatch
 from .settings import EFFORTS, public_url
 
 _lock = threading.Lock()

@@ -1,6 +1,6 @@
 """Which model answers, and through which client.
 
-Model ids:
+Model ids (`routes.py` says which route takes one):
 
 - a bare Ollama name (`qwen3:1.7b`), `ollama_chat/NAME`, `ollama/NAME` or `hf.co/...`: Ollama, streamed
   directly over HTTP (`ollama.py`);
@@ -9,137 +9,26 @@ Model ids:
 - anything else (cloud ids with your own keys in the environment, other providers' ids): litellm
   (`litellm_client.py`).
 
-Every client wraps its stream in a `StallWatch`: a reply that yields no token for `timeout` seconds (the
+Every client wraps its stream in a `stream.StallWatch`: a reply that yields no token for `timeout` seconds (the
 first one included) is hung up and ends in `ReplyStalled`, whatever the server keeps sending.
 
 With no model configured, the first model Ollama lists answers; if Ollama is unreachable or has no
 models, the embedded model does (when installed); otherwise `NoModel` says how to get one.
 """
 
-__all__ = ['Router', 'StallWatch', 'route_name', 'uses_litellm', 'is_ollama_id', 'ollama_name', 'ollama_tag', 'picked_model',
-           'declared_vision', 'LOCAL_ID']
+__all__ = ['Router', 'deaddrop_chat']
 
-import fnmatch, logging, os, threading
-from time import monotonic
+import logging, os
 from .errors import BoopError, NoModel, OllamaError, OllamaUnreachable, ReplyStalled, SettingsError
+from .routes import LOCAL_ID, declared_vision, ollama_name, picked_model, route_name, uses_litellm
 from .settings import public_url, short_source
 
 log = logging.getLogger('boopiter_ext')
-LOCAL_ID = 'local/smollm2-135m'
-_PREFIXES = ('ollama_chat/', 'ollama/')
-
-
-def is_ollama_id(model:str)->bool:
-    "Whether `model` is served by Ollama directly: a bare name, `ollama_chat/NAME`, `ollama/NAME` or `hf.co/...`."
-    return model.startswith(_PREFIXES) or model.startswith('hf.co/') or '/' not in model
-
-
-def ollama_name(model:str)->str:
-    "The name Ollama knows `model` by (`ollama_chat/qwen3` -> `qwen3`)."
-    return next((model[len(p):] for p in _PREFIXES if model.startswith(p)), model)
-
-
-def ollama_tag(model:str)->str:
-    "The name with its tag, as `/api/tags` and `/api/ps` write it (`ollama_chat/qwen3` -> `qwen3:latest`)."
-    name = ollama_name(model)
-    return name if ':' in name.rpartition('/')[2] else name + ':latest'
-
-
-def route_name(model:str)->str:
-    "'local', 'deaddrop', 'ollama' or 'litellm': the client that answers `model`."
-    if model.startswith(('local/', 'deaddrop/')): return model.partition('/')[0]
-    return 'ollama' if is_ollama_id(model) else 'litellm'
-
-
-def uses_litellm(
-    model:str,  # Model id
-    settings,   # Resolved settings (`api_base`)
-)->bool:
-    "Whether litellm answers `model`: any id but Ollama's, the embedded model, a dead drop and `openai/NAME` on `api_base`."
-    return route_name(model) == 'litellm' and not (model.startswith('openai/') and settings['api_base'])
-
-
-def picked_model(settings)->tuple:
-    "(model id or '', where the pick came from): a cell's `-m`, else the reasoning model while the toggle is on, else `model`."
-    if settings['model'] and settings.source['model'] == 'cell option': return settings['model'], 'cell option'
-    if settings['reasoning'] and settings['reasoning_model']:
-        return settings['reasoning_model'], settings.source['reasoning_model']
-    return settings['model'], settings.source['model'] if settings['model'] else ''
-
-
-def declared_vision(model:str, settings)->bool:
-    "Whether the `vision_models` setting says `model` takes images (ids or shell patterns, comma-separated)."
-    return any(fnmatch.fnmatchcase(model, p.strip()) for p in settings['vision_models'].split(',') if p.strip())
-
-
 def _litellm_vision(model):
     "litellm's own model map, for cloud ids it knows (`gpt-4o`, `claude-...`); False for anything it does not."
     from .litellm_client import import_litellm
     try: return bool(import_litellm().supports_vision(model=model))
     except Exception: return False   # unknown ids raise, or log and return False, depending on the version
-
-
-class StallWatch:
-    """A deadline between tokens (and to the first one) for a streamed reply: every client wraps its events in it.
-
-    A per-read socket timeout never fires while a server trickles bytes that complete no token, so a thread of
-    its own waits for the deadline and then calls the `hang_up` the client `arm`s it with, which shuts the socket
-    down: that wakes the read blocked in the kernel's thread, and the client raises `stalled(model)`. Time the
-    consumer spends between tokens does not count, and the thread ends with the stream."""
-    def __init__(self,
-                 timeout:float):  # Seconds without a token before hanging up; 0 or None waits for ever
-        self.timeout, self.fired, self.last, self._hang_up = timeout or None, False, None, None
-        self._lock, self._done = threading.Lock(), threading.Event()
-
-    @property
-    def backstop(self)->float|None:
-        "A per-read socket timeout just past the deadline, for waits the watch cannot cut short (response headers)."
-        return self.timeout and self.timeout + 1
-
-    def follow(self, events):
-        "Yield `events`, timing each wait for the next one; closing this generator closes `events`."
-        self.last = monotonic()
-        if self.timeout: threading.Thread(target=self._watch, name='boopiter-stall-watch', daemon=True).start()
-        try:
-            for ev in events:
-                self.last = None   # the consumer's time is not the server's
-                yield ev
-                self.last = monotonic()
-        finally:
-            with self._lock: self._done.set()   # under the lock: no hang-up once the stream is let go
-            events.close()
-
-    def arm(self, hang_up)->bool:
-        "Call `hang_up()` when the deadline passes; False if it already has (the caller raises `stalled`)."
-        with self._lock:
-            self._hang_up = hang_up
-            return not self.expired()
-
-    def expired(self)->bool:
-        "Whether the deadline has passed: read by the clock, so a failure it caused is a stall even before the watch wakes."
-        last = self.last
-        return self.fired or bool(self.timeout) and last is not None and monotonic() - last >= self.timeout
-
-    def stalled(self, model:str)->ReplyStalled:
-        "The error for a stall, saying what to change if the model is only slow."
-        return ReplyStalled(f'No token from {model} for {self.timeout:g} s, so boopiter stopped waiting. If the model is '
-                            'just slow to load, raise `timeout` (settings.ini, or `%config BoopMagics.timeout = 600`).',
-                            model=model, timeout=self.timeout)
-
-    def _left(self):
-        last = self.last
-        return self.timeout if last is None else max(0.0, last + self.timeout - monotonic())
-
-    def _watch(self):
-        while not self._done.wait(self._left()):
-            if not self.expired(): continue   # a token came (or the consumer has it) while we slept
-            with self._lock:
-                if self._done.is_set(): return
-                self.fired = True
-                try:
-                    if self._hang_up is not None: self._hang_up()
-                except (OSError, RuntimeError, ValueError): pass   # closed or released meanwhile: no read blocks
-            return
 
 
 def deaddrop_chat(model, messages, settings, meta=None):

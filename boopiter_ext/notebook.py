@@ -17,11 +17,11 @@ file boopiter reads back (notebooks, cassettes, the reply cache): it never raise
 NaN, infinities and numbers too long to hold become null.
 """
 
-__all__ = ['notebook_path', 'saved_cells', 'load_json', 'json_value', 'clean_output', 'DEPTH']
+__all__ = ['notebook_path', 'saved_notebook', 'saved_cells', 'shown_cells', 'load_json', 'json_value', 'clean_output', 'DEPTH']
 
 import json, math, os
 from pathlib import Path
-from .context import Cell, is_prompt
+from .context import Cell, cell_tags, is_prompt
 
 DEPTH = 64   # lists and dicts deep: far more than any file of ours, far less than what makes Python recurse too deep
 _KINDS = ('stream', 'display_data', 'execute_result', 'error')
@@ -140,23 +140,59 @@ def _cell(c):
     att = {_text(k): _data(b) for k,b in att.items() if isinstance(b, dict)} if isinstance(att, dict) else {}
     return Cell(src, kind, outputs=[o for o in map(clean_output, outs) if o],
                 cell_id=_text(cid) if isinstance(cid, str) and 0 < len(cid) <= 256 else None,
-                exec_count=_count(c.get('execution_count')), origin='file', attachments=att)
+                exec_count=_count(c.get('execution_count')), origin='file', attachments=att,
+                tags=tuple(map(_text, cell_tags(c.get('metadata')))))
+
+
+def saved_notebook(
+    path:Path,  # A notebook file
+)->tuple|None:  # (its code and Markdown cells, its metadata), or None if it cannot be read
+    "The saved notebook at `path`: its cells (raw cells skipped) and its metadata, cached until the file changes."
+    try:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+        if (got := _cache.get(key)) is None:   # one file cached; readers on other threads may race: harmless
+            nb = load_json(path.read_text(encoding='utf-8'))
+            raw = nb.get('cells', []) if isinstance(nb, dict) else None
+            if not isinstance(raw, list): return None   # not a notebook
+            cells = [_cell(c) for c in raw if isinstance(c, dict) and c.get('cell_type') in ('code', 'markdown')]
+            meta = _json_or(nb.get('metadata'), {})
+            got = cells, meta if isinstance(meta, dict) else {}
+            _cache.clear()
+            _cache[key] = got
+        return got
+    except (OSError, ValueError): return None   # unreadable: treated as unknown
 
 
 def saved_cells(
     path:Path,  # A notebook file
 )->list|None:   # Its code and Markdown cells, or None if it cannot be read
     "The cells of the saved notebook at `path` (raw cells skipped), cached until the file changes."
-    try:
-        st = path.stat()
-        key = (str(path), st.st_mtime_ns, st.st_size)
-        if (cells := _cache.get(key)) is None:   # one file cached; readers on other threads may race: harmless
-            nb = load_json(path.read_text(encoding='utf-8'))
-            raw = nb.get('cells', []) if isinstance(nb, dict) else None
-            cells = [_cell(c) for c in raw if isinstance(c, dict) and c.get('cell_type') in ('code', 'markdown')] \
-                    if isinstance(raw, list) else None
-            if cells is None: return None   # not a notebook
-            _cache.clear()
-            _cache[key] = cells
-        return cells
-    except (OSError, ValueError): return None   # unreadable: treated as unknown
+    return (saved_notebook(path) or (None,))[0]
+
+
+_MAX_SHOWN, _MAX_SOURCE = 20_000, 1 << 20   # cells a frontend may describe; characters of one cell's source
+
+
+def shown_cells(
+    shown,             # The cells as the frontend shows them: [{id, cell_type, source, tags}] (untrusted: checked here)
+    saved:list=None,   # The saved notebook's cells (`saved_cells`), for outputs and attachments
+)->list|None:          # `Cell`s in notebook order, or None if `shown` is not a list of cells
+    """The notebook as the user sees it: the frontend's cells (unsaved edits, new cells and tags included), each with the
+    outputs and attachments its saved version has. A cell whose text differs from the saved one's is marked
+    `frontend`; the others stay `file`, as saved."""
+    if not isinstance(shown, list) or len(shown) > _MAX_SHOWN: return None
+    by_id = {c.cell_id: c for c in saved or () if c.cell_id}
+    out = []
+    for d in shown:
+        if not isinstance(d, dict) or d.get('cell_type') not in ('code', 'markdown') or not isinstance(d.get('source'), str):
+            continue
+        src, cid = d['source'][:_MAX_SOURCE], d.get('id') if isinstance(d.get('id'), str) and 0 < len(d['id']) <= 256 else None
+        kind = 'markdown' if d['cell_type'] == 'markdown' else 'prompt' if is_prompt(src) else 'code'
+        old = by_id.get(cid)
+        same = old is not None and old.source == src and old.kind == kind
+        out.append(Cell(_text(src), kind, outputs=old.outputs if old is not None and old.kind == kind else [],
+                        cell_id=cid and _text(cid), exec_count=old.exec_count if same else None,
+                        origin='file' if same else 'frontend', attachments=old.attachments if old is not None else {},
+                        tags=tuple(map(_text, cell_tags(d)))))
+    return out

@@ -7,7 +7,7 @@ It reads the NDJSON stream directly (litellm's `ollama_chat` costs about 150x mo
 `keep_alive`, `options.num_ctx`, `options.num_predict` and `think` reach Ollama as given. This is the
 module that catches `requests` exceptions for Ollama (`openai_client.py` does the same for OpenAI-compatible
 servers); it re-raises them as `errors.OllamaError` and friends, with messages that say where it looked and what
-to do. A reply that yields no token for `timeout` seconds is hung up (`models.StallWatch`), however many bytes the
+to do. A reply that yields no token for `timeout` seconds is hung up (`stream.StallWatch`), however many bytes the
 server keeps trickling.
 """
 
@@ -20,7 +20,8 @@ from contextlib import contextmanager, nullcontext
 import requests
 from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken
 from .messages import msg_text, msg_images
-from .models import StallWatch, is_ollama_id, ollama_name, ollama_tag
+from .routes import is_ollama_id, ollama_name, ollama_tag
+from .stream import StallWatch
 from .settings import EFFORTS, ollama_url, public_url
 
 

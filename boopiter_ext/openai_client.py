@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from itertools import chain
 import requests
 from .errors import BoopError, ModelError, ModelNotFound, ReplyBroken, Unreachable
-from .models import StallWatch
+from .stream import StallWatch
 from .settings import EFFORTS, public_url
 
 _KEY_HELP = ('API keys come from the environment only: name the variable holding the key with `api_key_env` '
@@ -32,11 +32,24 @@ def _openai_msg(m):
                             isinstance(p.get('image_url'), str) else p for p in c])
 
 
+def _count(v)->bool: return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 40
+
 def _usage(u):
-    "Token counts from an OpenAI `usage` object, numbers only."
-    out = {k: u[k] for k in ('prompt_tokens', 'completion_tokens') if isinstance(u.get(k), int)}
+    "Token counts from an OpenAI `usage` object, numbers only; `cached_tokens`: the prompt's tokens the server reused."
+    out = {k: u[k] for k in ('prompt_tokens', 'completion_tokens') if _count(u.get(k))}
     details = u.get('completion_tokens_details')
-    if isinstance(details, dict) and isinstance(n := details.get('reasoning_tokens'), int) and n: out['reasoning_tokens'] = n
+    if isinstance(details, dict) and _count(n := details.get('reasoning_tokens')) and n: out['reasoning_tokens'] = n
+    details = u.get('prompt_tokens_details')
+    if isinstance(details, dict) and _count(n := details.get('cached_tokens')): out['cached_tokens'] = n
+    return out
+
+
+def _timings(t):
+    """What llama.cpp's `timings` say of the prompt: `cached_tokens` (`cache_n`), `evaluated_tokens` (`prompt_n`, the
+    tokens it had to process) and `prompt_ms`; numbers only, as a server may send anything."""
+    out = {k: t[src] for k,src in (('cached_tokens', 'cache_n'), ('evaluated_tokens', 'prompt_n')) if _count(t.get(src))}
+    ms = t.get('prompt_ms')
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 <= ms < 1e9: out['prompt_ms'] = round(float(ms), 3)
     return out
 
 
@@ -130,7 +143,9 @@ class OpenAIClient:
              max_tokens:int=None,  # Longest reply
              think:str=None):      # Reasoning effort: 'l', 'm' or 'h'; 'off' and None send nothing
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
-        seconds without a token."""
+        seconds without a token. `info` has the server's token counts where it gives them: `prompt_tokens`,
+        `completion_tokens`, `reasoning_tokens`, and how much of the prompt it took from its cache (`cached_tokens`)
+        and had to process (`evaluated_tokens`, `prompt_ms`: llama.cpp's `timings`)."""
         body = dict(model=model, messages=[_openai_msg(m) for m in messages], stream=True,
                     stream_options=dict(include_usage=True))
         if max_tokens: body['max_tokens'] = max_tokens
@@ -166,6 +181,7 @@ class OpenAIClient:
                         raise ModelError(f'{self.where} reported an error in the middle of the reply: '
                                          f'{_message(d["error"])}', model=model)
                     if isinstance(u := d.get('usage'), dict): info.update(_usage(u))
+                    if isinstance(t := d.get('timings'), dict): info.update(_timings(t))   # llama.cpp's own
                     ch = d.get('choices')
                     if not ch or not isinstance(ch, list) or not isinstance(ch := ch[0], dict): continue
                     if isinstance(delta := ch.get('delta'), dict):

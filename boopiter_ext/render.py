@@ -16,8 +16,9 @@ of the Markdown is ours: fixed HTML around text escaped with `html.escape`, and 
 close. Tool calls and their output are untrusted too, and are shown only inside such fences.
 """
 
-__all__ = ['safe_markdown', 'reply_markdown', 'reply_plain', 'reply_metadata', 'reply_bundle', 'details_html',
-           'summary_line', 'MIME_KEY']
+__all__ = ['reply_markdown', 'reply_plain', 'reply_metadata', 'reply_data', 'reply_bundle', 'safe_answer',
+           'details_html', 'detail_rows', 'reasoning_label', 'round_bundle', 'loop_bundle', 'preview_bundle',
+           'summary_line', 'MIME_KEY', 'REPLY_MIME']
 
 from html import escape
 from textwrap import indent
@@ -26,6 +27,7 @@ from .settings import EFFORTS
 from .stream import STATUS_NOTES
 
 MIME_KEY = 'boopiter'
+REPLY_MIME = 'application/vnd.boopiter.reply+json'   # rendered by the frontend extension; others show text/markdown
 
 
 def _h(s)->str:
@@ -39,17 +41,23 @@ def _fmt_int(n): return f'{n:,}' if isinstance(n, int) else str(n)
 def _plural(n, word): return f'{n:,} {word}{"" if n == 1 else "s"}'
 
 
-def _ledger_html(ledger):
-    if not ledger: return ''
-    n = sum(i['status'] != 'dropped' for i in ledger['items'])
+def _ledger_head(ledger)->str:
+    n = sum(i['status'] not in ('dropped', 'hidden') for i in ledger['items'])
     head = (f'Context: {_plural(n, "cell")}, '
             f'~{_fmt_int(ledger["tokens"])} tokens of a {_fmt_int(ledger["window"])}-token window')
-    extra = [f'{ledger[k]} {k}' for k in ('clipped', 'dropped') if ledger.get(k)]
-    rows = ''.join(f'<li>{_h(i["label"])} · ~{_fmt_int(i["tokens"])} tokens'
-                   + ''.join(f' · image {_h(size)}' for size in i.get('images', ()))
-                   + f'{" · " + _h(i["status"]) if i["status"] != "sent" else ""}</li>' for i in ledger['items'])
-    notes = ''.join(f'<li>{_h(n)}</li>' for n in ledger.get('notes', []))
-    return f'<li>{_h(head)}{"; " + _h(", ".join(extra)) if extra else ""}<ul>{rows}{notes}</ul></li>'
+    extra = [f'{ledger[k]} {k}' for k in ('clipped', 'dropped', 'hidden') if ledger.get(k)]
+    return head + ('; ' + ', '.join(extra) if extra else '')
+
+
+def _ledger_items(ledger)->list:
+    "One line per cell of the context (and each note), as the details list them."
+    return [f'{i["label"]} · ~{_fmt_int(i["tokens"])} tokens' + ''.join(f' · image {size}' for size in i.get('images', ()))
+            + (f' · {i["status"]}' if i['status'] != 'sent' else '') for i in ledger.get('items', ())] + list(ledger.get('notes', []))
+
+
+def _ledger_html(ledger):
+    if not ledger: return ''
+    return f'<li>{_h(_ledger_head(ledger))}<ul>{"".join(f"<li>{_h(i)}</li>" for i in _ledger_items(ledger))}</ul></li>'
 
 
 def summary_line(reply, route:dict=None)->str:
@@ -83,7 +91,8 @@ def _effort_line(route):
 
 def _tokens_line(reply):
     info, (reasoning, exact) = reply.info, reply.reasoning_tokens
-    prompt = f'{_fmt_int(info["prompt_tokens"])} prompt + ' if info.get('prompt_tokens') else ''
+    cached = f' ({_fmt_int(info["cached_tokens"])} from the server\'s cache)' if info.get('cached_tokens') else ''
+    prompt = f'{_fmt_int(info["prompt_tokens"])} prompt{cached} + ' if info.get('prompt_tokens') else ''
     of = f' (of which {"" if exact else "~"}{_fmt_int(reasoning)} reasoning)' if reasoning else ''
     return f'{prompt}{_fmt_int(reply.completion_tokens)} completion{of}'
 
@@ -93,19 +102,19 @@ def _picked_by(route):
     return '' if not by else ', picked automatically' if by == 'auto' else f', picked by {by}'
 
 
-def details_html(
+def detail_rows(
     reply,              # A finished or streaming `Reply`
-    route:dict=None,    # Where it was answered: `name`, `endpoint`, optional `note`
+    route:dict=None,    # Where it was answered: `name`, `endpoint`, optional `note`, `reused`
     ledger:dict=None,   # The context ledger from `context.build_context`
-)->str:
-    "The collapsed details block: model, endpoint, finish reason, tokens, timings and the context ledger."
+)->list:                # Lines of text: model, endpoint, finish reason, tokens, timings, then the context and its cells
+    "What the collapsed details block lists, as plain lines (the frontend shows them; `details_html` makes HTML)."
     route, info = route or {}, reply.info
-    reused = [REUSED] if route.get('reused') else []
     answered = f'{info["answered_by"]} (dead drop)' if info.get('answered_by') else reply.model
-    rows = [f'Model: {answered}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
-            + _picked_by(route),
-            *[f'{label}: {info[k]}' for k,label in (('session', 'Session'), ('prompt_id', 'Prompt id')) if info.get(k)],
-            f'Finish: {info.get("finish_reason") or reply.status}']
+    rows = [REUSED] if route.get('reused') else []
+    rows += [f'Model: {answered}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
+             + _picked_by(route),
+             *[f'{label}: {info[k]}' for k,label in (('session', 'Session'), ('prompt_id', 'Prompt id')) if info.get(k)],
+             f'Finish: {info.get("finish_reason") or reply.status}']
     if reply.status not in ('done', 'streaming'): rows.append(f'Status: {STATUS_NOTES.get(reply.status, reply.status)}')
     if (effort := _effort_line(route)): rows.append(f'Reasoning: {effort}')
     if (images := images_line(ledger)): rows.append(f'Images: {images}')
@@ -115,40 +124,77 @@ def details_html(
     if reply.tokens_per_s: timing.append(f'{reply.tokens_per_s:.1f} tokens/s')
     if timing: rows.append('Speed: ' + ', '.join(timing))
     rows += [f'Note: {n}' for n in (route.get('note'),) if n]
-    items = ''.join(f'<li>{_h(r)}</li>' for r in reused + rows) + _ledger_html(ledger)
-    return (f'<details><summary>Reply details · {"reused · " * bool(reused)}{_h(summary_line(reply))}</summary>\n'
+    return rows
+
+
+def details_html(reply, route:dict=None, ledger:dict=None)->str:
+    "The collapsed details block (`detail_rows` and the context ledger), as HTML that holds nothing but escaped text."
+    items = ''.join(f'<li>{_h(r)}</li>' for r in detail_rows(reply, route, ledger)) + _ledger_html(ledger)
+    reused = 'reused · ' if (route or {}).get('reused') else ''
+    return (f'<details><summary>Reply details · {reused}{_h(summary_line(reply))}</summary>\n'
             f'<ul>{items}</ul>\n</details>')
 
 
 def _marker(reply): return f'*({STATUS_NOTES[reply.status]})*' if reply.status in STATUS_NOTES else ''
 
 
-def _reasoning_html(reply, text):
-    "The reasoning, collapsed; while it streams, its summary counts the words, so it visibly grows without opening it."
+def _thinking(reply)->bool: return reply.status == 'streaming' and not reply.answer.strip()
+
+
+def reasoning_label(reply, text:str)->str:
+    "The reasoning's summary: while it streams, it counts the words, so it visibly grows without opening it."
     words = _plural(len(text.split()), 'word')
-    summary = f'Reasoning · thinking… {words}' if reply.status == 'streaming' and not reply.answer.strip() else \
-              f'Reasoning · {words}' + (f' · {reply.reasoning_s:.1f} s' if (reply.reasoning_s or 0) >= 0.05 else '')
-    return (f'<details class="boopiter-reasoning"><summary>{_h(summary)}</summary>\n\n'
+    if _thinking(reply): return f'Reasoning · thinking… {words}'
+    return f'Reasoning · {words}' + (f' · {reply.reasoning_s:.1f} s' if (reply.reasoning_s or 0) >= 0.05 else '')
+
+
+def _reasoning_html(reply, text):
+    "The reasoning, collapsed, under its label."
+    return (f'<details class="boopiter-reasoning"><summary>{_h(reasoning_label(reply, text))}</summary>\n\n'
             f'<pre style="white-space: pre-wrap">{escape(normalize(text))}</pre>\n\n</details>\n\n')
 
 
 def reply_markdown(
     reply,               # A `stream.Reply`
-    route:dict=None,     # Where it was answered (see `details_html`)
+    route:dict=None,     # Where it was answered (see `detail_rows`)
     ledger:dict=None,    # The context ledger
-    stream:SafeStream=None, # While the reply streams: rebuilds only what is new (None: the whole answer, once)
+    answer:str=None,     # The answer made safe already (`safe_answer`); None: made here
 )->str:
     "The whole reply as Markdown: reasoning section, safe answer, details."
     out = [f'*⚠ {inline_text(ledger["warning"])}*\n\n'] if ledger and ledger.get('warning') else []
     if (reasoning := reply.reasoning.strip()): out.append(_reasoning_html(reply, reasoning))
-    answer = reply.answer.lstrip('\n')
-    out.append(stream(answer) if stream is not None and reply.status == 'streaming' else safe_markdown(answer))
+    out.append(safe_answer(reply) if answer is None else answer)
     if reply.status == 'done' and reasoning and not reply.answer.strip():
         out.append('*(the model only reasoned and gave no answer; its reasoning is above)*')
     if reply.note: out.append(f'\n\n*({inline_text(reply.note)})*')
     if (m := _marker(reply)): out.append(f'\n\n{m}')
     if reply.status != 'streaming': out.append('\n\n' + details_html(reply, route, ledger))
     return ''.join(out)
+
+
+def safe_answer(reply, stream:SafeStream=None)->str:
+    "The answer as safe Markdown; while it streams, through `stream`, which rebuilds only what is new."
+    answer = reply.answer.lstrip('\n')
+    return stream(answer) if stream is not None and reply.status == 'streaming' else safe_markdown(answer)
+
+
+def reply_data(
+    reply,               # A `stream.Reply`
+    route:dict=None,     # Where it was answered (see `detail_rows`)
+    ledger:dict=None,    # The context ledger
+    answer:str=None,     # The answer made safe already (`safe_answer`); None: made here
+)->dict:                 # The `REPLY_MIME` data: what the frontend's reply view shows (its `ReplyData`)
+    "The reply as data for the frontend extension: the answer as safe Markdown it renders untrusted, the rest as text."
+    route, reasoning = route or {}, reply.reasoning.strip()
+    d = dict(version=1, kind='reply', model=reply.model, status=reply.status, markdown=safe_answer(reply) if answer is None
+             else answer, reasoning=reasoning, reasoning_label=reasoning_label(reply, reasoning) if reasoning else '',
+             reasoning_streaming=_thinking(reply), reused=bool(route.get('reused')), summary=summary_line(reply),
+             details=[] if reply.status == 'streaming' else
+                     detail_rows(reply, route, ledger) + ([_ledger_head(ledger), *[f'  {i}' for i in _ledger_items(ledger)]]
+                                                          if ledger and 'window' in ledger else []))
+    extra = dict(finish_reason=reply.info.get('finish_reason'), note=reply.note, warning=(ledger or {}).get('warning'),
+                 cell_id=route.get('cell_id'))
+    return {**d, **{k: v for k,v in extra.items() if v}}
 
 
 def reply_plain(reply)->str:
@@ -163,6 +209,8 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
               endpoint=route.get('endpoint'),
               status=reply.status, finish_reason=info.get('finish_reason'),
               prompt_tokens=info.get('prompt_tokens'), completion_tokens=reply.completion_tokens,
+              cached_tokens=info.get('cached_tokens'), evaluated_tokens=info.get('evaluated_tokens'),
+              prompt_ms=info.get('prompt_ms'),   # what the server reused of its cache, and what it processed (bench/prefix.py)
               ttft_s=None if reply.ttft is None else round(reply.ttft, 3),
               tokens_per_s=None if not reply.tokens_per_s else round(reply.tokens_per_s, 1),
               answered_by=info.get('answered_by'), session=info.get('session'), prompt_id=info.get('prompt_id'),
@@ -174,14 +222,25 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
               tool_calls=info.get('tool_calls') or None,
               reasoning_s=None if reply.reasoning_s is None else round(reply.reasoning_s, 3))
     if (images := [r['size'] for r in (ledger or {}).get('image_records', []) if r['status'] == 'sent']): md['images'] = images
-    if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped', 'warning') if k in ledger}
+    # asked: the question as sent, its $`variables`' values included; later prompts send this turn as it was sent
+    if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped', 'warning', 'asked')
+                                if k in ledger}
     return {MIME_KEY: {k: v for k,v in md.items() if v is not None}}
 
 
-def reply_bundle(reply, route:dict=None, ledger:dict=None, stream:SafeStream=None)->tuple:
-    "(data, metadata) for a display: the same two mime types on every update."
-    return ({'text/markdown': reply_markdown(reply, route, ledger, stream), 'text/plain': reply_plain(reply)},
-            reply_metadata(reply, route, ledger))
+def reply_bundle(
+    reply,                  # A `stream.Reply`
+    route:dict=None,        # Where it was answered (see `detail_rows`)
+    ledger:dict=None,       # The context ledger
+    stream:SafeStream=None, # While the reply streams: rebuilds only what is new
+    markdown:bool=True,     # Include `text/markdown`; a streaming update may leave it to the final one where the
+                            # extension renders the reply (the notebook's table of contents parses every Markdown)
+)->tuple:                   # (data, metadata)
+    "(data, metadata) for a display: the frontend's data, Markdown and plain text, the answer made safe once."
+    answer = safe_answer(reply, stream)
+    data = {REPLY_MIME: reply_data(reply, route, ledger, answer), 'text/plain': reply_plain(reply)}
+    if markdown or reply.status != 'streaming': data['text/markdown'] = reply_markdown(reply, route, ledger, answer)
+    return data, reply_metadata(reply, route, ledger)
 
 
 REUSED = ('Reused: the saved reply to this same conversation (same model, options and context), so no model was '
@@ -207,7 +266,9 @@ def round_bundle(rnd:int, steps:list)->tuple:
     "(data, metadata) for the calls of one round of the tool loop, as they ran."
     md = f'**Tool calls, round {rnd}**\n\n' + '\n'.join(map(_step_md, steps))
     plain = '\n'.join(f'[{s.status}] {s.source}\n{s.result}' for s in steps)
-    return {'text/markdown': md, 'text/plain': plain}, {MIME_KEY: {'tool_round': rnd}}
+    data = dict(version=1, kind='tool_round', round=rnd, steps=[dict(status=s.status, source=s.source, result=s.result,
+                                                                      flags=list(s.flags), recovered=s.recovered) for s in steps])
+    return {REPLY_MIME: data, 'text/markdown': md, 'text/plain': plain}, {MIME_KEY: {'tool_round': rnd}}
 
 
 STOP_NOTES = {'answered': 'the model answered', 'max rounds': 'it reached the most rounds allowed (`max_rounds`); '
@@ -229,4 +290,32 @@ def loop_bundle(result)->tuple:
     md = (f'<details><summary>{_h(head)}</summary>\n<ul><li>Stop: {_h(result.stop)}: '
           f'{_h(STOP_NOTES.get(result.stop, ""))}</li>{rows}</ul>\n</details>')
     trace = dict(stop=result.stop, rounds=result.rounds, steps=[s.as_dict() for s in result.steps])
-    return {'text/markdown': md, 'text/plain': head}, {MIME_KEY: {'tool_loop': trace}}
+    data = dict(version=1, kind='tool_loop', stop=result.stop, note=STOP_NOTES.get(result.stop, ''), rounds=result.rounds,
+                steps=[dict(round=s.round, source=s.source, status=s.status) for s in result.steps])
+    return {REPLY_MIME: data, 'text/markdown': md, 'text/plain': head}, {MIME_KEY: {'tool_loop': trace}}
+
+
+def preview_bundle(
+    preview:dict,  # `Assistant.preview`: what a prompt would send
+)->tuple:          # (data, metadata) for a display: Markdown and plain text
+    "A dry run shown: the model and window, the token estimate, the tools, the ledger, the images, and every message."
+    from .messages import msg_images, msg_text
+    from .context import estimate_tokens
+    route, ledger = preview['route'], preview['ledger']
+    tools = ', '.join(preview['tools']) or 'none'
+    head = (f'Dry run: nothing was sent. Model: {preview["model"]}' + (f' ({route["name"]})' if route.get('name') else '')
+            + f'; ~{_fmt_int(preview["tokens"])} tokens of a {_fmt_int(preview["window"])}-token window, '
+            f'{_fmt_int(preview["reserve"])} kept for the reply; tools: {tools}'
+            + (' (auto-run)' if preview['auto'] and preview['tools'] else '')
+            + (f'; note: {route["note"]}' if route.get('note') else ''))
+    msgs = preview['messages']
+    def one(m): return (f'{m["role"]} · ~{_fmt_int(estimate_tokens(msg_text(m)))} tokens'
+                        + (f' · {len(msg_images(m))} image{"s" * (len(msg_images(m)) != 1)}' if msg_images(m) else ''))
+    images = images_line(ledger)
+    md = (f'*{inline_text(head)}*\n\n<details><summary>{_h(_ledger_head(ledger))}</summary>\n<ul>'
+          + ''.join(f'<li>{_h(i)}</li>' for i in _ledger_items(ledger)) + '</ul>\n</details>\n\n'
+          + (f'*{inline_text("Images: " + images)}*\n\n' if images else '')
+          + '\n\n'.join(f'**{inline_text(one(m))}**\n\n{fence(normalize(msg_text(m)))}' for m in msgs))
+    ledger_text = '\n'.join([_ledger_head(ledger), *[f'  {i}' for i in _ledger_items(ledger)]])
+    plain = '\n\n'.join([head, ledger_text, *[f'[{one(m)}]\n{msg_text(m)}' for m in msgs]])
+    return {'text/markdown': md, 'text/plain': plain}, {MIME_KEY: {'preview': True}}

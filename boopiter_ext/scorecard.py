@@ -571,7 +571,7 @@ def router_clients(
     from .context import context_window, estimate_tokens
     from .litellm_client import import_litellm
     from .messages import msg_text
-    from .models import route_name, uses_litellm
+    from .routes import route_name, uses_litellm
     from .stream import Reply, pump
     infos = {}
     def model_info(model):

@@ -60,6 +60,9 @@ SETTINGS = dict(  # key: (type, default, help)
                     "An effort picked in the brain menu applies only while `reasoning` is on."),
     tools=(str, '', "Tool sources offered to the model, comma-separated (`kernel, files`), or `none`. Empty: the "
                     "default selection (`%boop tools` lists them)."),
+    web_allow=(str, '', "What the `web` tools may fetch although it is not public (loopback, private, link-local): "
+                        "hosts, host:port, [IPv6]:port or networks, comma-separated, e.g. `127.0.0.1:8000, "
+                        "intranet.example.com, 10.0.0.0/8`. Only your own settings may set it."),
     auto=(bool, False, "Run the model's tool calls by themselves (after the guards) and hand it the results, round "
                        "after round; off: every python block waits for your Run click."),
     lenient=(bool, False, "In auto mode, also take tool calls written as JSON, `<tool_call>` tags or native tool calls."),
@@ -118,6 +121,11 @@ def _address(v, bare=True):
 
 def _matches(rx): return lambda v: isinstance(v, str) and bool(rx.fullmatch(v))
 
+def _web_allow_ok(v):
+    from .webtools import parse_allow   # one parser for the rule and the tool (webtools imports only paths)
+    entries, problems = parse_allow(v)
+    return bool(entries) and not problems
+
 _CONTROL = re.compile(r'[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]')   # what no file name or prompt holds
 
 def _plain(n): return lambda v: isinstance(v, str) and 0 < len(v) <= n and not _CONTROL.search(v)
@@ -139,6 +147,8 @@ RULES = dict(  # key: (check, what a valid value is). `check_setting` applies th
     max_reply=(_within(0, _CHARS, int), f'a whole number of characters from 0 to {_CHARS}'),
     think=(lambda v: isinstance(v, str) and v in THINK_LEVELS, f'one of {", ".join(THINK_LEVELS)}'),
     tools=(_matches(_TOOLS), 'tool source names, comma-separated, or `none`'),
+    web_allow=(lambda v: _text(2000)(v) and _web_allow_ok(v), 'hosts, host:port, [IPv6]:port or networks like '
+                                                             '10.0.0.0/8, comma-separated'),
     auto=_BOOL, lenient=_BOOL,
     max_rounds=(_within(1, 100, int), 'a whole number from 1 to 100'),
     deaddrop_dir=(_PATH, 'a folder path'),
@@ -269,7 +279,8 @@ def resolve_settings(
 _YOURS_ONLY = dict(
     deaddrop_dir='set it in your own settings ({user}) or BOOPITER_DEADDROP_DIR',
     cache_dir='set it in your own settings ({user})', cassette_file='set it in your own settings ({user})',
-    api_key_env='name the key variable in your own settings ({user}) or with `%config BoopMagics.api_key_env`')
+    api_key_env='name the key variable in your own settings ({user}) or with `%config BoopMagics.api_key_env`',
+    web_allow='set it in your own settings ({user}) or with `%config BoopMagics.web_allow`')
 
 
 def load_settings(

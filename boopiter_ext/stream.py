@@ -16,10 +16,11 @@ second per 2 MB of text if that is longer), so showing a long reply costs time i
 `<think>` never closed keeps what arrived: at the end of the reply it becomes the answer, with a note.
 """
 
-__all__ = ['Reply', 'pump', 'STATUS_NOTES']
+__all__ = ['Reply', 'pump', 'StallWatch', 'STATUS_NOTES']
 
+import threading
 from time import monotonic
-from .errors import ReplyTooLong
+from .errors import ReplyStalled, ReplyTooLong
 
 _OPEN, _CLOSE = '<think>', '</think>'
 STATUS_NOTES = {'interrupted': 'interrupted', 'broken': 'connection lost', 'stalled': 'timed out', 'error': 'failed',
@@ -197,3 +198,66 @@ def pump(
             update(reply)
             next_at = now + max(interval, reply.size / _BYTES_PER_S)
     return reply
+
+
+class StallWatch:
+    """A deadline between tokens (and to the first one) for a streamed reply: every client wraps its events in it.
+
+    A per-read socket timeout never fires while a server trickles bytes that complete no token, so a thread of
+    its own waits for the deadline and then calls the `hang_up` the client `arm`s it with, which shuts the socket
+    down: that wakes the read blocked in the kernel's thread, and the client raises `stalled(model)`. Time the
+    consumer spends between tokens does not count, and the thread ends with the stream."""
+    def __init__(self,
+                 timeout:float):  # Seconds without a token before hanging up; 0 or None waits for ever
+        self.timeout, self.fired, self.last, self._hang_up = timeout or None, False, None, None
+        self._lock, self._done = threading.Lock(), threading.Event()
+
+    @property
+    def backstop(self)->float|None:
+        "A per-read socket timeout just past the deadline, for waits the watch cannot cut short (response headers)."
+        return self.timeout and self.timeout + 1
+
+    def follow(self, events):
+        "Yield `events`, timing each wait for the next one; closing this generator closes `events`."
+        self.last = monotonic()
+        if self.timeout: threading.Thread(target=self._watch, name='boopiter-stall-watch', daemon=True).start()
+        try:
+            for ev in events:
+                self.last = None   # the consumer's time is not the server's
+                yield ev
+                self.last = monotonic()
+        finally:
+            with self._lock: self._done.set()   # under the lock: no hang-up once the stream is let go
+            events.close()
+
+    def arm(self, hang_up)->bool:
+        "Call `hang_up()` when the deadline passes; False if it already has (the caller raises `stalled`)."
+        with self._lock:
+            self._hang_up = hang_up
+            return not self.expired()
+
+    def expired(self)->bool:
+        "Whether the deadline has passed: read by the clock, so a failure it caused is a stall even before the watch wakes."
+        last = self.last
+        return self.fired or bool(self.timeout) and last is not None and monotonic() - last >= self.timeout
+
+    def stalled(self, model:str)->ReplyStalled:
+        "The error for a stall, saying what to change if the model is only slow."
+        return ReplyStalled(f'No token from {model} for {self.timeout:g} s, so boopiter stopped waiting. If the model is '
+                            'just slow to load, raise `timeout` (settings.ini, or `%config BoopMagics.timeout = 600`).',
+                            model=model, timeout=self.timeout)
+
+    def _left(self):
+        last = self.last
+        return self.timeout if last is None else max(0.0, last + self.timeout - monotonic())
+
+    def _watch(self):
+        while not self._done.wait(self._left()):
+            if not self.expired(): continue   # a token came (or the consumer has it) while we slept
+            with self._lock:
+                if self._done.is_set(): return
+                self.fired = True
+                try:
+                    if self._hang_up is not None: self._hang_up()
+                except (OSError, RuntimeError, ValueError): pass   # closed or released meanwhile: no read blocks
+            return

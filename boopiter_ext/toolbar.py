@@ -6,9 +6,11 @@ with no extension and no CDN.
     🔧 tools  [x] kernel  [x] files  (auto-run)
     answering: qwen3:1.7b (notebook binding) · 40,960-token context · 1.4 GB · models: 3 ollama, 1 local
 
-Each control writes the notebook's binding (`BoopMagics.set_binding`), which keeps the saved binding
-display current; the widgets themselves hold no state that matters after the kernel goes away.
-Callbacks never print: output from a widget callback lands in JupyterLab's log console, not the cell.
+It is the fallback where the JupyterLab / Notebook 7 extension is absent (VS Code, JupyterLab without it): what it
+shows comes from `menu.py`, as the extension's menu does. Each control writes the notebook's binding
+(`Assistant.set_binding`), which keeps the saved binding display current; the widgets themselves hold no state
+that matters after the kernel goes away. Callbacks never print: output from a widget callback lands in
+JupyterLab's log console, not the cell.
 """
 
 __all__ = ['Toolbar']
@@ -18,17 +20,9 @@ from collections import Counter
 from html import escape
 import ipywidgets as W
 from .catalog import human_size
-from .models import LOCAL_ID, picked_model
-from .settings import short_source
+from .menu import CONTEXT_SIZES, EFFORTS, KEEP_ALIVE, answering, size_label
+from .routes import picked_model
 from .tools import DEFAULT_SELECTION, SOURCES, parse_selection, selection_setting
-
-KEEP_ALIVE = [('default', ''), ('unload after each reply', '0'), ('1 min', '1'), ('5 min', '5'),
-              ('15 min', '15'), ('1 hour', '60'), ('forever', '-1')]
-CONTEXT_SIZES = [2048, 4096, 8192, 16384, 32768, 65536, 131072]
-EFFORT_BUTTONS = [('auto', ''), ('L', 'l'), ('M', 'm'), ('H', 'h')]
-
-
-def _size_label(n): return 'auto' if not n else f'{n // 1024}k' if n % 1024 == 0 else f'{n:,}'
 
 
 def _unlisted(value, options, label=lambda v: f'{v} · not listed'):
@@ -38,7 +32,7 @@ def _unlisted(value, options, label=lambda v: f'{v} · not listed'):
 
 class Toolbar:
     "The brain menu for one kernel: shown by every `%boop`, all views stay in sync."
-    def __init__(self, magics):
+    def __init__(self, magics):   # the `assistant.Assistant` it shows and steers
         # the lock keeps a callback on a comm subshell's thread from interleaving with `show` on the main thread
         self.magics, self._quiet, self._lock = magics, False, threading.RLock()
         wide, narrow = W.Layout(width='310px'), W.Layout(width='185px')
@@ -46,7 +40,7 @@ class Toolbar:
         self.use_reasoning = W.ToggleButton(description='reasoning', icon='lightbulb-o', layout=W.Layout(width='110px'),
                                             tooltip='Answer with the reasoning model instead of the standard one')
         self.reasoning_model = W.Dropdown(layout=W.Layout(width='230px'))
-        self.effort = W.ToggleButtons(options=EFFORT_BUTTONS, value='', style=dict(button_width='44px'),
+        self.effort = W.ToggleButtons(options=EFFORTS, value='', style=dict(button_width='44px'),
                                       tooltips=["the model's default effort", 'low effort', 'medium effort', 'high effort'])
         self.keep_alive = W.Dropdown(description='keep', layout=narrow, style=dict(description_width='36px'),
                                      tooltip='How long Ollama keeps the model in memory after a reply')
@@ -124,14 +118,14 @@ class Toolbar:
         thinkers = _unlisted(thinker, [('no reasoning model', ''), *[(e.label, e.id) for e in entries if e.thinking]])
         entry = listing.get(picked_model(s)[0])
         cap = entry.context_length if entry else None
-        sizes = [(_size_label(n), n) for n in [0, *CONTEXT_SIZES] if not cap or n <= cap]
+        sizes = [(size_label(n), n) for n in [0, *CONTEXT_SIZES] if not cap or n <= cap]
         effort = binding.get('think') or s['think']   # the effort picked here, even while the standard model answers
         self._set(self.model, tuple(models), model)
         self._set(self.reasoning_model, tuple(thinkers), thinker)
         self._set(self.use_reasoning, value=bool(s['reasoning']))
         self._set(self.effort, value=effort if effort in ('l', 'm', 'h') else '')
         self._set(self.keep_alive, tuple(_unlisted(str(s['keep_alive']), KEEP_ALIVE)), str(s['keep_alive']))
-        self._set(self.context, tuple(_unlisted(s['context_size'], sizes, _size_label)), s['context_size'])
+        self._set(self.context, tuple(_unlisted(s['context_size'], sizes, size_label)), s['context_size'])
         chosen = parse_selection(s['tools']) or DEFAULT_SELECTION
         for name,box in self.sources.items(): self._set(box, value=bool(chosen.get(name)))
         self._set(self.auto, value=bool(s['auto']))
@@ -143,17 +137,12 @@ class Toolbar:
         if self.status.value != html: self.status.value = html
 
     def _status_html(self, s, listing):
-        model, source = picked_model(s)
-        entry = listing.get(model)
-        if model: answering = f'answering: <b>{escape(model)}</b> ({escape(short_source(source))})'
-        else:
-            first = next((e for e in listing.entries if e.source == 'ollama' and not e.offline), None)
-            auto = first.id if first else LOCAL_ID if listing.get(LOCAL_ID) else 'none available'
-            answering = f'answering: <b>{escape(auto)}</b> (auto)'
-        if entry and entry.context_length: answering += f' · {entry.context_length:,}-token context'
-        if entry and entry.size: answering += f' · {human_size(entry.size)}'
+        a = answering(s, listing)
+        line = f'answering: <b>{escape(a["model"] or "none available")}</b> ({escape(a["why"])})'
+        if a.get('context_length'): line += f' · {a["context_length"]:,}-token context'
+        if a.get('size'): line += f' · {human_size(a["size"])}'
         found = ', '.join(f'{n} {src}' for src,n in Counter(e.source for e in listing.entries).items())
-        rows = [f'{answering} · models: {escape(found) or "none"}']
+        rows = [f'{line} · models: {escape(found) or "none"}']
         rows += [f'<span style="opacity:.6">{escape(src)}: {escape(why)}'
                  f'{" (showing the last list, marked offline)" if any(e.source == src for e in listing.entries) else ""}'
                  f'</span>' for src,why in listing.problems.items()]

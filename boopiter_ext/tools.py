@@ -22,7 +22,7 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
 
 __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
-           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting', 'user_variables', 'is_tool', 'confine',
+           'file_tools', 'kernel_tools', 'parse_selection', 'selection_setting', 'user_variables', 'is_tool',
            'unofferable']
 
 import builtins, fnmatch, inspect, keyword, logging, os, re, reprlib, stat, time, types
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 from .context import cell_text, prompt_text, reply_text
 from .guards import INTENT_ATTR
+from .paths import confine
 
 log = logging.getLogger(__name__)
 
@@ -64,39 +65,19 @@ def _mark(fn):
 
 @dataclass
 class ToolContext:
-    "What a tool source may use: the notebook's folder, the kernel's namespace and the recorded cells."
+    "What a tool source may use: the notebook's folder, the kernel's namespace, its cells, and the frontend's edits."
     root: Path                                       # The notebook's folder: file tools stay inside it
     namespace: dict = field(default_factory=dict)    # The kernel's user namespace
     cells: Callable = lambda: []                     # Zero-argument callable: the recorded `Cell`s in notebook order
+    notebook: Callable = lambda: []                  # Zero-argument callable: every cell of the notebook, in order
+    edit: Callable = None                            # edit(request) -> (ok, message), through the frontend; or None
+    settings: dict = field(default_factory=dict)     # The resolved settings: a source reads its own keys (`web_allow`)
     def __post_init__(self): self.root = Path(self.root)
 
 
 # ---- file tools: read-only, confined to the notebook's folder
 
-def _within(root, p): return p is not None and (p == root or root in p.parents)
 def _hidden(name): return name.startswith('.') or name in _SKIP_DIRS
-
-
-def _resolve(p):
-    "`p` with every symlink followed, or None for a symlink loop or a bad path."
-    try: return p.resolve()
-    except (OSError, RuntimeError, ValueError): return None
-
-
-def confine(
-    root:Path,  # The folder to stay inside
-    path,       # A path relative to `root`, or absolute
-)->Path|str:    # The path with every symlink followed, or an `error: ...` string saying why it is refused
-    "Resolve `path` inside `root`: no leaving it (`../`, absolute paths, symlinks out, `~`), no dot-files."
-    if not isinstance(path, (str, os.PathLike)): return f'error: path must be a string, not {type(path).__name__}'
-    s = os.fspath(path).strip() or '.'
-    if s.startswith('~'): return f"error: `{s}`: home-folder paths are not allowed; use one under the notebook's folder"
-    p = _resolve(root/s)
-    if p is None: return f'error: `{s}` cannot be resolved (a symlink loop?)'
-    if not _within(root, p): return f"error: `{s}` is outside the notebook's folder; tools only see files under it"
-    if any(part.startswith('.') for part in p.relative_to(root.resolve()).parts):   # .env, .git/config, .ssh: secrets
-        return f'error: `{s}` is hidden (a dot-file or dot-folder); tools do not read those'
-    return p
 
 
 def _entries(d):
@@ -320,9 +301,25 @@ def kernel_tools(
 def _kernel_source(ctx): return kernel_tools(ctx.namespace, ctx.cells)
 def _files_source(ctx): return file_tools(ctx.root)
 
+def _notebook_source(ctx):
+    from .nbtools import notebook_source
+    return notebook_source(ctx.notebook, ctx.edit)
+
+def _web_source(ctx):
+    from .webtools import web_source   # imported when the source is used: `%load_ext` stays cheap
+    return web_source(ctx)
+
+def _pdf_source(ctx):
+    from .webtools import pdf_source
+    return pdf_source(ctx)
+
 SOURCES = {  # name: (factory(ctx)->list of tools, selected by default, description for the tools menu)
     'kernel': (_kernel_source, True, "Variables and cells of this kernel (read-only)"),
     'files': (_files_source, True, "Files under the notebook's folder: list, read, search (read-only)"),
+    'notebook': (_notebook_source, False, "The notebook's cells: list, read, search; add and edit them (through the "
+                                          "extension, on your word, undoable)"),
+    'web': (_web_source, False, "Fetch a public web page as text (GET only; private addresses need `web_allow`)"),
+    'pdf': (_pdf_source, False, "Read PDFs under the notebook's folder as text (needs `boopiter-ext[pdf]`)"),
 }
 DEFAULT_SELECTION = {name: default for name,(_,default,_) in SOURCES.items()}
 _NOTEBOOK = {}   # name: fn, the tools this process added with add_tool

@@ -8,7 +8,7 @@ full text. In a terminal IPython or a bare `InteractiveShell`, the answer is pri
 __all__ = ['ReplyView', 'KernelView', 'TerminalView', 'terminal_safe']
 
 import re, sys, uuid
-from .render import reply_bundle, reply_plain, summary_line, MIME_KEY
+from .render import REPLY_MIME, reply_bundle, reply_plain, summary_line, MIME_KEY
 from .sanitize import SafeStream, inline_text
 
 # escape sequences and control characters: model text must not retitle, recolour or rewrite a terminal
@@ -21,18 +21,20 @@ def terminal_safe(s:str)->str:
     return _TERMINAL_UNSAFE.sub('', s)
 
 
-def ReplyView(shell, route:dict=None, ledger:dict=None):
-    "The right view for `shell`: `KernelView` under ipykernel, else `TerminalView`."
-    return (KernelView if hasattr(shell, 'kernel') else TerminalView)(shell, route, ledger)
+def ReplyView(shell, route:dict=None, ledger:dict=None, extension:bool=False):
+    "The right view for `shell`: `KernelView` under ipykernel (`extension`: the frontend's renders it), else `TerminalView`."
+    if hasattr(shell, 'kernel'): return KernelView(shell, route, ledger, markdown=not extension)
+    return TerminalView(shell, route, ledger)
 
 
 class KernelView:
     "A reply as one Jupyter display, updated in place."
     interval = 0.1   # at most ~10 updates a second: jupyter_server drops iopub messages above 1000/s
 
-    def __init__(self, shell, route=None, ledger=None):
+    def __init__(self, shell, route=None, ledger=None, markdown=True):
         self.pub, self.route, self.ledger, self.id = shell.display_pub, route, ledger, uuid.uuid4().hex
         self.shown, self.stream = False, SafeStream()   # the answer's finished blocks are made safe once
+        self.markdown = markdown   # text/markdown in streaming updates too (else only in the final one)
 
     def _publish(self, data, md):
         self.pub.publish(data, md, transient={'display_id': self.id}, update=self.shown)
@@ -41,10 +43,14 @@ class KernelView:
     def waiting(self, model:str, note:str=''):
         "Show that the request is on its way (model loading can take a while)."
         text = f'*Waiting for {inline_text(model)}{" · " + inline_text(note) if note else ""} …*'
-        self._publish({'text/markdown': text, 'text/plain': ''}, {MIME_KEY: dict(reply=True, model=model, status='waiting')})
+        data = dict(version=1, kind='reply', model=model, status='waiting', markdown='', reasoning='', reasoning_label='',
+                    reasoning_streaming=False, reused=False, summary=f'waiting for {model}' + (f' · {note}' if note else ''),
+                    details=[])   # the same mime types as every update: the frontend keeps one view, and its stop button
+        self._publish({REPLY_MIME: data, 'text/markdown': text, 'text/plain': ''},
+                      {MIME_KEY: dict(reply=True, model=model, status='waiting')})
 
     def update(self, reply):
-        self._publish(*reply_bundle(reply, self.route, self.ledger, self.stream))
+        self._publish(*reply_bundle(reply, self.route, self.ledger, self.stream, self.markdown))
 
     def show(self, data:dict, md:dict)->dict:
         "Show a finished reply as it was saved (a reused one); return it as an nbformat output."
@@ -53,10 +59,9 @@ class KernelView:
 
     def final(self, reply)->dict:
         "Send the last update (always, with the exact full text) and return it as an nbformat output."
+        data, md = reply_bundle(reply, self.route, self.ledger)
         if reply.status != 'done' and not reply.answer and not reply.reasoning:
-            data = {'text/markdown': f'*No reply from {inline_text(reply.model)}.*', 'text/plain': ''}
-            md = reply_bundle(reply, self.route, self.ledger)[1]
-        else: data, md = reply_bundle(reply, self.route, self.ledger)
+            data.update({'text/markdown': f'*No reply from {inline_text(reply.model)}.*', 'text/plain': ''})
         self._publish(data, md)
         return dict(output_type='display_data', data=data, metadata=md)
 

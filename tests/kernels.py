@@ -14,7 +14,7 @@ Widgets are followed as a frontend follows them (`comm_open`, then `update` mess
 find one by its state and act on it the way a browser would (`set_widget`, `click`).
 """
 
-import os, queue, sys, time
+import os, queue, sys, threading, time
 from dataclasses import dataclass, field
 from jupyter_client.manager import KernelManager
 
@@ -52,6 +52,7 @@ class KernelSession:
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=startup_timeout)
         self.widgets = {}   # comm id -> widget state, as a frontend would hold it
+        self.prompts = []   # the input prompts the kernel showed (and `send(answers=...)` answered)
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.shutdown()
@@ -60,13 +61,24 @@ class KernelSession:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)
 
-    def send(self, code, cell_id=None):
-        "Send an execute_request (JupyterLab puts the cell id in the request metadata); return its msg id."
-        content = dict(code=code, silent=False, store_history=True, user_expressions={}, allow_stdin=False,
+    def send(self, code, cell_id=None, answers=None):
+        """Send an execute_request (JupyterLab puts the cell id in the request metadata); return its msg id. With
+        `answers`, the kernel may ask for input (a side effect's confirmation): each prompt gets the next answer."""
+        content = dict(code=code, silent=False, store_history=True, user_expressions={}, allow_stdin=answers is not None,
                        stop_on_error=True)
+        if answers is not None: threading.Thread(target=self._answer_input, args=(list(answers),), daemon=True).start()
         msg = self.kc.session.msg('execute_request', content, metadata={'cellId': cell_id} if cell_id else {})
         self.kc.shell_channel.send(msg)
         return msg['header']['msg_id']
+
+    def _answer_input(self, answers):
+        "Type `answers` at the kernel's input prompts, one each, as a user would."
+        while answers:
+            try: msg = self.kc.get_stdin_msg(timeout=60)
+            except queue.Empty: return
+            if msg['msg_type'] == 'input_request':
+                self.prompts.append(msg['content']['prompt'])
+                self.kc.input(answers.pop(0))
 
     def _follow_widget(self, kind, c):
         if kind == 'comm_open' and c.get('target_name') == 'jupyter.widget':
@@ -124,9 +136,9 @@ class KernelSession:
             res.status, res.payload = reply['content']['status'], reply['content'].get('payload', [])
         return res
 
-    def run(self, code, cell_id=None, timeout=60, on_message=None)->Result:
-        "Execute `code` and return its outputs."
-        return self.collect(self.send(code, cell_id), timeout, on_message)
+    def run(self, code, cell_id=None, timeout=60, on_message=None, answers=None)->Result:
+        "Execute `code` and return its outputs (`answers`: what to type at its input prompts)."
+        return self.collect(self.send(code, cell_id, answers), timeout, on_message)
 
     def value(self, expr):
         "The text/plain repr of `expr` evaluated in the kernel."

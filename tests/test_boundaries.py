@@ -286,7 +286,9 @@ def test_a_prompt_answers_with_a_hostile_notebook_and_settings_file(srv, tmp_pat
     chat = srv.last_chat()
     assert chat['model'] == 'smollm2:135m'                     # the binding's good value applies
     assert chat['options']['num_ctx'] == 4096 and 'keep_alive' not in chat   # its bad ones, and the file's, do not: auto
-    assert 'ZeroDivisionError: division by zero\n7: \npartial line' in chat['messages'][-1]['content']   # odd outputs, read
+    sent = '\n'.join(m['content'] for m in chat['messages'])
+    assert 'ZeroDivisionError: division by zero\n7: \npartial line' in sent   # odd outputs, read
+    assert [m['content'] for m in chat['messages'][-2:]] == ['an old reply', 'What failed?']   # the saved turn, then this
     md = res.reply['data']['text/markdown']
     notes = [line for line in md.splitlines() if 'Note: ' in line]
     assert len(notes) == 1 and '`keep_alive = 1e9` is not minutes' in notes[0] and '`context_size = -5`' in notes[0]

@@ -56,7 +56,7 @@ def test_menu_lists_every_model_and_a_pick_binds_the_notebook(kernel, srv):
     assert any(l.startswith('smollm2-135m · tiny embedded model') for l in models)
     assert kernel.widget(_model_name='DropdownModel', description='')[1]['_options_labels'] == \
         ['no reasoning model', 'qwen3:1.7b 🔧🧠 · 1.4 GB']   # only thinking models
-    assert 'answering: <b>gemma3:4b</b> (auto)' in status(kernel)
+    assert 'answering: <b>gemma3:4b</b> (auto: the first model Ollama lists)' in status(kernel)
 
     res = pick(kernel, 'model', 'smollm2:135m')
     assert binding_updates(res) == [{'version': 1, 'model': 'smollm2:135m'}]
@@ -134,7 +134,7 @@ def test_binding_from_code_and_bad_picks(kernel, srv):
 def test_a_prompt_longer_than_the_model_window_warns_in_the_cell(kernel, srv):
     res = kernel.run('%%prompt -m smollm2:135m\n' + 'word ' * 40_000)
     md = res.reply['data']['text/markdown']
-    assert md.startswith('*⚠ The prompt (~') and 'longer than the 8,192-token context window' in md
+    assert md.startswith('*⚠ The prompt (\\~') and 'longer than the 8,192-token context window' in md
     assert res.reply['metadata']['boopiter']['context']['window'] == srv.last_chat()['options']['num_ctx'] == 8192
 
 

@@ -5,7 +5,8 @@ import pytest
 from ollama_server import OllamaTestServer, free_port
 from boopiter_ext.binding import BINDING_MIME, binding_bundle, clean_binding, saved_binding, screen_binding, stamp
 from boopiter_ext.catalog import Catalog, ModelEntry, human_size
-from boopiter_ext.models import Router, picked_model
+from boopiter_ext.models import Router
+from boopiter_ext.routes import picked_model
 from boopiter_ext.ollama import OllamaClient, ollama_loaded, sync_ollama_loaded, unload_ollama_model
 from boopiter_ext.settings import load_settings
 

@@ -179,3 +179,116 @@ def test_live_outputs_of_any_shape_read_as_text_never_as_a_traceback():
     msgs, ledger = build_context([code('show()', *odd), prompt, Cell('note', 'markdown', attachments=['x'])], 'Why?',
                                  vision=True)
     assert msgs[-1]['content'].endswith('Why?') and len(ledger['items']) == 3
+
+
+# Prefix reuse: each prompt's messages extend the previous prompt's, so a server's cache serves all but what is new
+
+from boopiter_ext.refs import prompt_refs
+from boopiter_ext.render import reply_bundle
+from boopiter_ext.stream import Reply
+
+
+def answered(question, asked, ledger, answer, n):
+    "The prompt cell after its reply, with the output the kernel records (render's bundle) that later prompts read."
+    r = Reply('m')
+    r.add_content(answer)
+    r.finish('done')
+    data, md = reply_bundle(r, {}, dict(ledger, window=4096))
+    assert ledger['asked'] == asked
+    return Cell(f'%%prompt\n{question}', 'prompt', [dict(output_type='display_data', data=data, metadata=md)],
+                exec_count=n)
+
+
+def session(steps, ns=None, **kw):
+    """The messages of each prompt of a growing notebook, built as the assistant builds them (the question, then the
+    values of its $`variables`); each step is (cells run before the prompt, question, the model's answer)."""
+    cells, sent = [], []
+    for added, question, answer in steps:
+        cells += added
+        refs = prompt_refs(question, ns or {})
+        asked = question + ('\n\n' + refs.text if refs.text else '')
+        msgs, ledger = build_context(cells, asked, system='SYS', **kw)
+        sent.append((msgs, ledger))
+        cells.append(answered(question, asked, ledger, answer, len(cells) + 1))
+    return sent
+
+
+def extends(before, after)->bool:
+    "Whether `after` starts with every message of `before` (the earlier prompt's request), unchanged."
+    return after[:len(before)] == before
+
+
+def test_each_prompt_extends_the_previous_prompts_messages_across_every_kind_of_cell():
+    err = dict(output_type='error', ename='KeyError', evalue="'kiwi'", traceback=['Traceback', "KeyError: 'kiwi'"])
+    img = dict(output_type='display_data', data={'image/png': PNG, 'text/plain': '<Figure>'}, metadata={})
+    steps = [
+        ([code('print(1)', stream('1\n'), exec_count=1)], 'What is printed?', '\n  It prints `1`.  \n\n'),
+        ([Cell('## Notes\nPrices in euros.', 'markdown'), code('prices', result("{'fig': 2.5}"), exec_count=3)],
+         'Which is dearest?', 'The fig.'),
+        ([code("prices['kiwi']", err, exec_count=5)], 'Why does it fail?', 'No kiwi.'),
+        ([code('log()', stream('line\n' * 500), exec_count=7)], 'What is $`prices` worth?', 'About 2.5 euros.'),
+        ([code('secret = 1', tags=('boop-hide',), exec_count=9), code('cost = 3', tags=('boop-pin',), exec_count=10)],
+         'Discount?', 'No.'),
+        ([code('plot()', img, exec_count=12)], 'What did it show?', 'A figure.'),
+        ([code('x = 2', exec_count=14)], 'And now?', 'Two.'),
+    ]
+    sent = session(steps, ns=dict(prices={'fig': 2.5}), limit=100_000, clip_chars=500)
+    for (msgs, _), (nxt, _), (_, _, answer) in zip(sent, sent[1:], steps):
+        assert extends(msgs, nxt)
+        assert nxt[len(msgs)] == {'role': 'assistant', 'content': answer}   # exactly what the model generated
+    ledger = sent[-1][1]
+    assert ledger['clipped'] == 1 and ledger['hidden'] == 1 and 'secret' not in str(sent[-1][0])
+    assert "`prices` = dict, len 1: {'fig': 2.5}" in msg_text(sent[-1][0][7])   # the turn with the values it was sent
+
+
+def test_an_earlier_turn_is_sent_with_the_values_its_variables_had_then():
+    "The reply keeps the question as sent; later prompts repeat it even after the variable changed."
+    ns = dict(total=10)
+    [(msgs, ledger)] = session([([code('total = 10', exec_count=1)], 'Is $`total` big?', 'No.')], ns=ns)
+    cells = [code('total = 10', exec_count=1), answered('Is $`total` big?', ledger['asked'], ledger, 'No.', 2)]
+    ns['total'] = 99
+    later, _ = build_context(cells + [code('total = 99', exec_count=3)], 'And now?', system='SYS')
+    assert extends(msgs, later) and '`total` = int: 10' in msg_text(later[1]) and '99' not in msg_text(later[1])
+    edited = [cells[0], Cell('%%prompt\nIs it small?', 'prompt', cells[1].outputs, exec_count=2)]
+    later, _ = build_context(edited, 'And now?', system='SYS')   # the question was edited since: the cell's text
+    assert msg_text(later[1]).endswith('Is it small?')
+    cells[1].outputs[0]['metadata']['boopiter']['context']['asked'] += 'x' * 5000   # a file's: no more than a reply
+    later, _ = build_context(cells, 'And now?', system='SYS', clip_chars=1000)
+    assert msg_text(later[1]).endswith('Is $`total` big?')
+
+
+def test_the_budget_cut_stays_put_while_the_notebook_grows():
+    "Past the budget the oldest cells go a quarter of it at a time, not one per prompt: most prompts extend the last."
+    steps = [([code(f'step_{i} = "{"x" * (200 + 37 * (i % 5))}"', exec_count=2 * i + 1)], f'Why step {i}?', f'Step {i}.')
+             for i in range(40)]
+    sent = session(steps, limit=2000)
+    over = [i for i,(_, ledger) in enumerate(sent) if ledger['dropped']]
+    moved = [i for i in over[1:] if not extends(sent[i - 1][0], sent[i][0])]
+    assert len(over) > 15 and len(moved) <= len(over) // 4    # one cell a prompt would move the cut on every prompt
+    for i in moved: assert sent[i][1]['dropped'] - sent[i - 1][1]['dropped'] >= 2   # a step: several cells at once
+    assert all(ledger['tokens'] <= 2000 for _, ledger in sent)
+
+
+def test_a_notebook_over_the_budget_at_once_keeps_about_three_quarters_and_never_the_pinned_ones_go():
+    cells = [code('keep = 1', tags=('boop-pin',), exec_count=1)] + [code(f'c{i} = "{"y" * 400}"', exec_count=i + 2)
+                                                                   for i in range(30)]
+    msgs, ledger = build_context(cells, 'Why?', limit=2000, system='')
+    assert 'keep = 1' in msg_text(msgs[-1]) and 0.5 * 2000 < ledger['tokens'] <= 0.9 * 2000
+    long_question = 'why ' * 900   # a question that does not fit with the cells kept: more go, for it alone
+    msgs, ledger = build_context(cells, long_question, limit=2000, system='')
+    assert ledger['tokens'] <= 2000 and msg_text(msgs[-1]).endswith(long_question)
+
+
+def test_images_past_the_budget_stop_being_sent_half_a_budget_at_a_time():
+    "A vision model's images: the newest `max_images`, but older ones turn into placeholders two at a time, not one."
+    def figure(i): return dict(output_type='display_data', data={'image/png': png_b64(40 + i, 30)}, metadata={})
+    steps = [([code(f'plot({i})', figure(i), exec_count=2 * i + 1)], f'Plot {i}?', f'Plot {i}.') for i in range(12)]
+    sent = session(steps, vision=True, max_images=4)
+    over = range(4, 12)   # from the fifth figure on, one of them has to go
+    moved = [i for i in over if not extends(sent[i - 1][0], sent[i][0])]
+    assert len(moved) <= len(over) // 2
+    assert [ledger['images'] for _, ledger in sent] == [1, 2, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4]
+    last = sent[-1][0]
+    assert sum(len(msg_images(m)) for m in last) == sent[-1][1]['images']
+    assert '[image: image/png, 51×30]' in msg_text(last[-1])                        # the newest is always sent
+    assert '[image/png output omitted: too many images]' in msg_text(last[1])      # the oldest is not

@@ -137,7 +137,7 @@ def test_status_reports_model_endpoint_tools_and_context(shell, srv, monkeypatch
 
 def test_public_api_is_listed_and_heavy_names_load_on_first_use():
     assert boopiter_ext.__all__ == ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics',
-                                    'OllamaClient', 'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells',
+                                    'Assistant', 'OllamaClient', 'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells',
                                     'load_settings', 'Reply', 'pump', 'BoopError', 'Catalog', 'ollama_loaded',
                                     'unload_ollama_model', 'sync_ollama_loaded', 'add_tool', 'side_effect',
                                     'get_tool_list', 'tools_system_prompt']

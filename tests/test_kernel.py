@@ -30,7 +30,8 @@ def test_reply_streams_into_one_display_throttled_and_ends_exact(kernel, srv):
     ids = {m[2]['transient']['display_id'] for m in displays}
     assert len(ids) == 1 and sum(m[1] == 'display_data' for m in displays) == 1   # one display handle per reply
     assert res.count('display_data') == 2                               # and the Run buttons for its python block
-    assert {tuple(sorted(m[2]['data'])) for m in displays} == {('text/markdown', 'text/plain')}
+    assert {tuple(sorted(m[2]['data'])) for m in displays} == {('application/vnd.boopiter.reply+json', 'text/markdown',
+                                                                'text/plain')}
     updates = [m for m in displays if m[1] == 'update_display_data']
     span = updates[-1][0] - displays[0][0]
     assert 5 <= len(updates) <= 10 * span + 3                            # streamed, at most ~10 updates/s

@@ -21,7 +21,8 @@ def test_every_notebook_is_tested():
     assert sorted(p.name for p in NBS.glob('*.ipynb')) == ['00_tour.ipynb', '01_context.ipynb',
                                                             '02_models_and_settings.ipynb', '03_brain_menu.ipynb',
                                                             '04_tools.ipynb', '05_deaddrop.ipynb',
-                                                            '06_images_and_reasoning.ipynb', '07_reproducible.ipynb']
+                                                            '06_images_and_reasoning.ipynb', '07_reproducible.ipynb',
+                                                            '08_whole_notebook.ipynb', '09_web_and_pdf_tools.ipynb']
 
 
 def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
@@ -234,3 +235,54 @@ def test_reproducible_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     # the newest saved reply to a request is the one shown: the --fresh cell's, for the two cells above it
     assert [o['data']['text/plain'] for o in got2] == [got[0][1]['data']['text/plain'], fresh, fresh, fresh]
     assert all('Reply details · reused · ' in o['data']['text/markdown'] for o in got2[:3])
+
+
+def test_whole_notebook_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'08_whole_notebook.ipynb'
+    shutil.copy(NBS/'08_whole_notebook.ipynb', nb_path)
+    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
+    srv.script('Sales are above the budget.')
+    srv.script('```python\ngrowth(sales)\n```')
+    srv.script('Sales grew 50.0%.')
+    srv.script("```python\nsearch_notebook('sales')\n```")
+    srv.script('The cells that define and use sales.')
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    out = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    chats = srv.chats()
+    assert len(chats) == 5                                                   # the dry run asked nothing
+    assert not [c for c in chats if 'my_salary' in json.dumps(c)]            # hidden: never sent, to no tool either
+    first = json.dumps(chats[0])
+    assert 'thousands of euros' in first and 'ndarray, shape (6,), dtype int64' in first
+    assert "'growth'" not in first and 'def growth(' in json.dumps(chats[1])   # &`growth`: a tool for that prompt only
+    assert '50.0' in json.dumps(chats[2]) and 'np.array([120, 135' in json.dumps(chats[4])
+    dry = next(o for c in out.cells if c.source.startswith('%%prompt --dry-run') for o in c.outputs)
+    assert dry['data']['text/plain'].startswith('Dry run: nothing was sent.') and '· hidden' in dry['data']['text/plain']
+
+
+def test_web_and_pdf_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    "Offline: the notebook serves its own page on loopback, allows it with `%config`, and writes its own PDF."
+    from boopiter_ext.webtools import PDF_HINT
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'09_web_and_pdf_tools.ipynb'
+    shutil.copy(NBS/'09_web_and_pdf_tools.ipynb', nb_path)
+    srv.script('```python\nfetch_url(page)\n```')
+    srv.script('Every 4 weeks, with citric acid.')
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == 'code']
+    def text(c): return ''.join(o.get('text', '') for o in c.outputs)
+    refused, allowed = [text(c) for c in cells if c.source == 'print(fetch_url(page))']
+    assert 'error: 127.0.0.1 is a loopback address' in refused
+    assert '# The K-200 kettle' in allowed and 'Descale it every 4 weeks with citric acid.' in allowed
+    assert 'track()' not in allowed and 'on   web' in text(cells[1]) and 'on   pdf' in text(cells[1])
+    [loop] = [o['metadata']['boopiter']['tool_loop'] for c in cells if c.source.startswith('%%prompt --auto')
+              for o in c.outputs if 'tool_loop' in o['metadata'].get('boopiter', {})]
+    assert loop['stop'] == 'answered' and [s['status'] for s in loop['steps']] == ['flagged']
+    sent = json.dumps(srv.chats()[-1]['messages'][-1])
+    assert 'UNTRUSTED TOOL OUTPUT' in sent and 'Descale it every 4 weeks' in sent   # the page, quarantined
+    pdf = text(next(c for c in cells if c.source.startswith("print(read_pdf('kettle_report.pdf'")))
+    have_pypdf = __import__('importlib.util').util.find_spec('pypdf') is not None
+    assert pdf.strip() == ('kettle_report.pdf: 2 pages\n--- page 2 ---\nReturns fell 30% after the descaling reminder.'
+                           if have_pypdf else PDF_HINT)
+    assert "is outside the notebook's folder" in text(next(c for c in cells if "'../secret.pdf'" in c.source))

@@ -9,6 +9,7 @@ from boopiter_ext.errors import ModelError, ModelNotFound, ReplyBroken, ReplySta
 from boopiter_ext.messages import mk_msg
 from boopiter_ext.models import Router
 from boopiter_ext.openai_client import OpenAIClient
+from boopiter_ext.render import detail_rows, reply_metadata
 from boopiter_ext.settings import load_settings
 from boopiter_ext.stream import Reply, pump
 
@@ -166,6 +167,34 @@ def test_values_of_the_wrong_kind_never_reach_the_reply(raw_server):
     assert r.answer == 'ok' and r.reasoning == '' and r.info == dict(finish_reason='stop')
     raw_server.raw = sse(b'[1, 2]')
     with pytest.raises(ModelError, match='not a JSON object'): ask(OpenAIClient(raw_server.url + '/v1'))
+
+
+def test_the_servers_cache_numbers_reach_the_reply(raw_server):
+    "llama.cpp's last event: `usage.prompt_tokens_details.cached_tokens` and `timings` (what it reused and processed)."
+    last = {'choices': [], 'usage': {'prompt_tokens': 55, 'completion_tokens': 11, 'total_tokens': 66,
+                                     'prompt_tokens_details': {'cached_tokens': 40}},
+            'timings': {'cache_n': 40, 'prompt_n': 15, 'prompt_ms': 99.6734, 'prompt_per_second': 150.5,
+                        'predicted_n': 11, 'predicted_ms': 225.7}}
+    raw_server.raw = sse(delta(content='ok'), {'choices': [{'delta': {}, 'finish_reason': 'stop'}]}, last)
+    r = ask(OpenAIClient(raw_server.url + '/v1'))
+    assert r.info == dict(finish_reason='stop', prompt_tokens=55, completion_tokens=11, cached_tokens=40,
+                          evaluated_tokens=15, prompt_ms=99.673)
+    md = reply_metadata(r)['boopiter']   # kept with the reply, and said in its details
+    assert (md['prompt_tokens'], md['cached_tokens'], md['evaluated_tokens'], md['prompt_ms']) == (55, 40, 15, 99.673)
+    assert "Tokens: 55 prompt (40 from the server's cache) + 11 completion" in detail_rows(r)
+    only_usage = {'choices': [], 'usage': {'prompt_tokens': 9, 'prompt_tokens_details': {'cached_tokens': 0}}}  # vLLM
+    raw_server.raw = sse(delta(content='ok'), {'choices': [{'delta': {}, 'finish_reason': 'stop'}]}, only_usage)
+    assert ask(OpenAIClient(raw_server.url + '/v1')).info == dict(finish_reason='stop', prompt_tokens=9, cached_tokens=0)
+
+
+def test_odd_cache_numbers_are_dropped(raw_server):
+    "Untrusted numbers: strings, booleans, negatives, floats for counts, NaN-like or huge timings never get through."
+    odd = {'choices': [], 'usage': {'prompt_tokens': True, 'prompt_tokens_details': {'cached_tokens': '40'}},
+           'timings': {'cache_n': -1, 'prompt_n': 2.5, 'prompt_ms': 'slow'}}
+    raw_server.raw = sse(delta(content='ok'), {'choices': [{'delta': {}, 'finish_reason': 'stop'}]}, odd,
+                         {'choices': [], 'usage': {'prompt_tokens_details': [1]}, 'timings': {'prompt_ms': 1e300}},
+                         {'choices': [], 'timings': ['x']})
+    assert ask(OpenAIClient(raw_server.url + '/v1')).info == dict(finish_reason='stop')
 
 
 def test_events_join_data_lines_and_skip_comments_and_other_fields(raw_server):

@@ -138,7 +138,9 @@ def test_same_mime_types_while_streaming_and_at_the_end():
     assert '<details>' not in streaming[0]['text/markdown']
     r.finish('done')
     final = reply_bundle(r)
-    assert set(final[0]) == set(streaming[0]) == {'text/markdown', 'text/plain'}
+    assert set(final[0]) == set(streaming[0]) == {'application/vnd.boopiter.reply+json', 'text/markdown', 'text/plain'}
+    assert streaming[0]['application/vnd.boopiter.reply+json']['status'] == 'streaming'
+    assert final[0]['application/vnd.boopiter.reply+json']['markdown'] == '```python\nx = 1\n```'
     assert final[0]['text/plain'] == '```python\nx = 1\n'
     assert final[1]['boopiter']['status'] == 'done' and streaming[1]['boopiter']['status'] == 'streaming'
 

@@ -323,10 +323,14 @@ def add_numbers(
 
 
 def test_default_sources_and_selection(tree):
-    assert DEFAULT_SELECTION == {'kernel': True, 'files': True}
+    assert DEFAULT_SELECTION == {'kernel': True, 'files': True, 'notebook': False, 'web': False, 'pdf': False}
     assert {k: v[2] for k,v in SOURCES.items()} == {
         'kernel': 'Variables and cells of this kernel (read-only)',
-        'files': "Files under the notebook's folder: list, read, search (read-only)"}
+        'files': "Files under the notebook's folder: list, read, search (read-only)",
+        'notebook': "The notebook's cells: list, read, search; add and edit them (through the extension, on your word, "
+                    "undoable)",
+        'web': "Fetch a public web page as text (GET only; private addresses need `web_allow`)",
+        'pdf': "Read PDFs under the notebook's folder as text (needs `boopiter-ext[pdf]`)"}
     ctx = ToolContext(tree, {'x': 1})
     assert names(get_tool_list(None, ctx)) == ['list_variables', 'show_cell', 'list_files', 'read_file', 'search_files']
     assert names(get_tool_list({'files': False}, ctx)) == ['list_variables', 'show_cell']

@@ -1,0 +1,259 @@
+/**
+ * Words and marks the views show: badges, status lines, the binding line (pure: unit-tested).
+ *
+ * Every state that matters is said in text or a symbol, never by colour alone; `tone` only picks the
+ * theme colour (`--jp-info-color1`, `--jp-warn-color1`, ...) that goes with it.
+ */
+
+import { ChannelState, effectiveSettings } from './channelstate';
+import { Binding, MenuState, ModelEntry, ReplyData } from './protocol';
+
+export type Tone = 'info' | 'warn' | 'error' | 'success' | 'progress' | 'muted';
+
+export interface Badge {
+  icon: string;
+  label: string;
+  tone: Tone;
+  /** A longer explanation for the tooltip. */
+  title: string;
+}
+
+/** `1_359_000_000` -> '1.4 GB' (decimal units, as the kernel's `human_size`). */
+export function humanSize(n: number | undefined): string {
+  if (!n) {
+    return '';
+  }
+  for (const unit of ['B', 'KB', 'MB', 'GB', 'TB']) {
+    if (n < 1000 || unit === 'TB') {
+      return unit === 'B' || unit === 'KB' ? `${Math.round(n)} ${unit}` : `${n.toFixed(1)} ${unit}`;
+    }
+    n /= 1000;
+  }
+  return '';
+}
+
+export function formatInt(n: number): string {
+  return Math.round(n)
+    .toString()
+    .replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** A context size for a menu: 0 is auto, whole multiples of 1024 are `8k`. */
+export function contextLabel(n: number): string {
+  if (!n) {
+    return 'auto';
+  }
+  return n % 1024 === 0 ? `${n / 1024}k` : formatInt(n);
+}
+
+export interface Capability {
+  icon: string;
+  name: string;
+}
+
+const CAPABILITIES: Capability[] = [
+  { icon: '🔧', name: 'tools' },
+  { icon: '👁️', name: 'vision' },
+  { icon: '🧠', name: 'thinking' }
+];
+
+/** The capability badges of a model, in a fixed order; others (completion, embedding) are not shown. */
+export function capabilities(entry: ModelEntry): Capability[] {
+  return CAPABILITIES.filter(c => entry.capabilities.includes(c.name));
+}
+
+/** One line for a model in the picker's accessible name: "qwen3:8b, tools, thinking, 5.2 GB, offline". */
+export function modelDescription(entry: ModelEntry): string {
+  return [
+    entry.label,
+    ...capabilities(entry).map(c => c.name),
+    humanSize(entry.size),
+    entry.source,
+    entry.offline ? `offline: ${entry.offline}` : ''
+  ]
+    .filter(Boolean)
+    .join(', ');
+}
+
+const STATUS_BADGES: { [status: string]: Badge } = {
+  waiting: { icon: '⋯', label: 'waiting', tone: 'progress', title: 'The request is on its way; the model may be loading' },
+  streaming: { icon: '●', label: 'streaming', tone: 'progress', title: 'The reply is arriving' },
+  interrupted: { icon: '⏹', label: 'interrupted', tone: 'warn', title: 'Stopped before the model finished' },
+  error: { icon: '✗', label: 'failed', tone: 'error', title: 'The model or its server answered with an error' },
+  stalled: { icon: '⏱', label: 'timed out', tone: 'error', title: 'Nothing arrived for too long' },
+  broken: { icon: '⚡', label: 'connection lost', tone: 'error', title: 'The connection to the model server broke' },
+  'too long': { icon: '✂', label: 'too long', tone: 'warn', title: 'Stopped at the longest reply allowed (max_reply)' }
+};
+
+/** The badges a reply shows at a glance: how it ended, whether it was reused or cut off. */
+export function replyBadges(r: Pick<ReplyData, 'status' | 'reused' | 'finish_reason'>): Badge[] {
+  const out: Badge[] = [];
+  if (r.reused) {
+    out.push({
+      icon: '♻',
+      label: 'reused',
+      tone: 'info',
+      title: 'The saved reply to this same conversation, shown again (not asked again)'
+    });
+  }
+  const status = STATUS_BADGES[r.status];
+  if (status) {
+    out.push(status);
+  }
+  if (r.finish_reason === 'length') {
+    out.push({ icon: '✂', label: 'cut off', tone: 'warn', title: 'The model stopped at its token limit (finish reason: length)' });
+  }
+  return out;
+}
+
+export function isLive(status: string): boolean {
+  return status === 'waiting' || status === 'streaming';
+}
+
+export interface ToolMark {
+  icon: string;
+  tone: Tone;
+}
+
+/** How a tool call's status is marked: ok ✓, flagged ⚠, refused or invalid ✗, not run ○. */
+export function toolMark(status: string): ToolMark {
+  const s = status.toLowerCase();
+  if (s === 'ok') {
+    return { icon: '✓', tone: 'success' };
+  }
+  if (s === 'flagged') {
+    return { icon: '⚠', tone: 'warn' };
+  }
+  if (s === 'not run' || s === 'pending' || s === 'waiting' || s === 'running' || s === '') {
+    return { icon: '○', tone: 'muted' };
+  }
+  return { icon: '✗', tone: 'error' };
+}
+
+function keepAliveText(v: string): string {
+  if (v === '0') {
+    return 'unload after each reply';
+  }
+  if (v === '-1') {
+    return 'keep loaded forever';
+  }
+  return /^\d+$/.test(v) ? `keep-alive ${v} min` : `keep-alive ${v}`;
+}
+
+/** One readable line for a binding, as the kernel's `binding_text` writes it. */
+export function bindingText(b: Binding): string {
+  const keys = Object.keys(b).filter(k => k !== 'picked_at' && k !== 'version');
+  if (!keys.length) {
+    return 'boopiter binding · none (settings.ini and defaults apply)';
+  }
+  const bits = [`model ${b.model || 'from settings'}`];
+  if (b.reasoning_model || b.reasoning !== undefined) {
+    const effort = b.think ? `, effort ${b.think}` : '';
+    bits.push(`reasoning ${b.reasoning ? 'on' : 'off'} (${b.reasoning_model || 'no model'}${effort})`);
+  }
+  if (b.keep_alive !== undefined) {
+    bits.push(keepAliveText(b.keep_alive));
+  }
+  if (b.context_size !== undefined) {
+    bits.push(b.context_size ? `context ${formatInt(b.context_size)} tokens` : 'context auto');
+  }
+  if (b.tools !== undefined) {
+    bits.push(`tools ${b.tools}`);
+  }
+  if (b.auto !== undefined) {
+    bits.push(b.auto ? 'auto-run tool calls' : 'tool calls wait for Run');
+  }
+  if (b.reuse !== undefined) {
+    bits.push(b.reuse ? 'saved replies reused' : 'every prompt asks the model');
+  }
+  return 'boopiter binding · ' + bits.join(' · ');
+}
+
+/** The offline sources, one line each. */
+export function offlineLines(menu: MenuState): string[] {
+  return Object.entries(menu.problems).map(([source, why]) => `${source}: ${why}`);
+}
+
+/** "answering: qwen3:8b (notebook binding) · 40,960-token context · 5.2 GB · models: 3 ollama, 1 local". */
+export function statusLine(menu: MenuState): string {
+  const a = menu.answering;
+  const bits = [`answering: ${a.model || 'none available'}${a.why ? ` (${a.why})` : ''}`];
+  if (a.reasoning) {
+    bits.push('reasoning');
+  }
+  if (a.context_length) {
+    bits.push(`${formatInt(a.context_length)}-token context`);
+  }
+  if (a.size) {
+    bits.push(humanSize(a.size));
+  }
+  const counts = new Map<string, number>();
+  for (const m of menu.models) {
+    counts.set(m.source, (counts.get(m.source) ?? 0) + 1);
+  }
+  const found = [...counts].map(([src, n]) => `${n} ${src}`).join(', ');
+  bits.push(`models: ${found || 'none'}`);
+  return bits.join(' · ');
+}
+
+export interface ButtonLabel {
+  text: string;
+  title: string;
+  /** A source is offline, or the model that answers is: the button carries a ⚠. */
+  warn: boolean;
+  /** Nothing to offer at all (no kernel, not Python). */
+  idle: boolean;
+}
+
+/** What the toolbar button says, for every phase. */
+export function buttonLabel(s: ChannelState): ButtonLabel {
+  switch (s.phase) {
+    case 'nokernel':
+      return { text: 'no kernel', title: 'boopiter: start a kernel to use prompt cells', warn: false, idle: true };
+    case 'unsupported':
+      return {
+        text: 'not Python',
+        title: `boopiter needs an IPython kernel (this one runs ${s.language || 'another language'})`,
+        warn: false,
+        idle: true
+      };
+    case 'connecting':
+      return { text: s.menu ? s.menu.answering.model || '…' : '…', title: 'boopiter: asking the kernel…', warn: false, idle: false };
+    case 'loading':
+      return { text: 'loading…', title: 'boopiter: loading the extension in the kernel…', warn: false, idle: false };
+    case 'absent':
+      return {
+        text: 'Load boopiter',
+        title: s.error ? `boopiter is not loaded: ${s.error}` : 'boopiter is not loaded in this kernel: click to load it',
+        warn: !!s.error,
+        idle: false
+      };
+    case 'ready': {
+      const menu = s.menu!;
+      const settings = effectiveSettings(s)!;
+      const picked = s.pending && 'model' in s.pending ? settings.model || menu.answering.model : menu.answering.model;
+      const entry = menu.models.find(m => m.id === picked);
+      const offline = Object.keys(menu.problems).length > 0 || !!entry?.offline;
+      const lines = [statusLine(menu), ...offlineLines(menu).map(l => `offline: ${l}`)];
+      if (s.error) {
+        lines.push(`error: ${s.error}`);
+      }
+      return {
+        text: picked || 'no model',
+        title: `boopiter · ${lines.join('\n')}`,
+        warn: offline || !!s.error,
+        idle: false
+      };
+    }
+  }
+}
+
+/** The `tools` setting for the sources that are on: their names, or `none`. */
+export function toolsSetting(sources: { name: string; on: boolean }[]): string {
+  return (
+    sources
+      .filter(t => t.on)
+      .map(t => t.name)
+      .join(', ') || 'none'
+  );
+}

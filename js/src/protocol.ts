@@ -1,0 +1,412 @@
+/**
+ * The messages boopiter's kernel half and this frontend exchange, and the mime bundles it renders.
+ *
+ * One comm target, `boopiter`, in both directions (kernel side: `boopiter_ext/channel.py`):
+ *
+ *   frontend → kernel   {type: 'hello', version, binding}  (on every kernel connection: the open data of the comm
+ *                                                        the frontend opens, or the first message on a comm the
+ *                                                        kernel opened when boopiter loaded)
+ *                       {type: 'refresh'}                    (list the models again)
+ *                       {type: 'pick', changes}              (a null value removes that pick)
+ *   kernel → frontend   {type: 'state', version, state}      (after hello, pick, refresh, any settings change)
+ *                       {type: 'binding', binding}           (after a pick: saved in `metadata.boopiter.binding`)
+ *                       {type: 'error', message}
+ *
+ * Everything that arrives is untrusted data: `parseKernelMessage` and `cleanBinding` keep only
+ * values of the expected types, and the views only ever set it as text.
+ */
+
+export const COMM_TARGET = 'boopiter';
+export const PROTOCOL_VERSION = 1;
+export const REPLY_MIME = 'application/vnd.boopiter.reply+json';
+export const SETTINGS_MIME = 'application/vnd.boopiter.settings+json';
+/** The notebook metadata key: `{binding?: Binding}`; its presence means the notebook uses boopiter. */
+export const METADATA_KEY = 'boopiter';
+export const LOAD_CODE = '%load_ext boopiter_ext';
+
+export type Think = 'l' | 'm' | 'h' | 'off';
+
+/** The picks a notebook carries (`metadata.boopiter.binding`); an empty object means none. */
+export interface Binding {
+  model?: string;
+  reasoning_model?: string;
+  reasoning?: boolean;
+  think?: Think;
+  keep_alive?: string;
+  context_size?: number;
+  tools?: string;
+  auto?: boolean;
+  reuse?: boolean;
+  picked_at?: string;
+}
+
+/** A pick: the keys to change; null removes that key from the binding. */
+export type BindingChanges = { [K in keyof Binding]?: Binding[K] | null };
+
+export type ModelSource = 'ollama' | 'endpoint' | 'declared' | 'local' | 'deaddrop';
+
+export interface ModelEntry {
+  id: string;
+  label: string;
+  source: ModelSource;
+  capabilities: string[];
+  size?: number;
+  context_length?: number;
+  offline?: string;
+  note?: string;
+}
+
+export interface Answering {
+  model: string;
+  why: string;
+  context_length?: number;
+  size?: number;
+  reasoning: boolean;
+}
+
+export interface MenuSettings {
+  model: string;
+  reasoning_model: string;
+  reasoning: boolean;
+  think: string;
+  keep_alive: string;
+  context_size: number;
+  tools: string;
+  auto: boolean;
+  reuse: boolean;
+}
+
+export type LabelValue<T> = [string, T];
+
+export interface ToolSourceOption {
+  name: string;
+  description: string;
+  on: boolean;
+}
+
+export interface MenuOptions {
+  keep_alive: LabelValue<string>[];
+  context_sizes: number[];
+  efforts: LabelValue<string>[];
+  tool_sources: ToolSourceOption[];
+}
+
+export interface MenuState {
+  answering: Answering;
+  settings: MenuSettings;
+  models: ModelEntry[];
+  problems: { [source: string]: string };
+  options: MenuOptions;
+  offered_tools: string[];
+}
+
+export interface IHelloMessage {
+  type: 'hello';
+  version: number;
+  binding: Binding | null;
+}
+export interface IRefreshMessage {
+  type: 'refresh';
+}
+export interface IPickMessage {
+  type: 'pick';
+  changes: BindingChanges;
+}
+export type FrontendMessage = IHelloMessage | IRefreshMessage | IPickMessage;
+
+export interface IStateMessage {
+  type: 'state';
+  version: number;
+  state: MenuState;
+}
+export interface IBindingMessage {
+  type: 'binding';
+  binding: Binding;
+}
+export interface IErrorMessage {
+  type: 'error';
+  message: string;
+}
+export type KernelMessage = IStateMessage | IBindingMessage | IErrorMessage;
+
+// -- reply bundles (application/vnd.boopiter.reply+json)
+
+export type ReplyStatus =
+  | 'waiting'
+  | 'streaming'
+  | 'done'
+  | 'interrupted'
+  | 'broken'
+  | 'stalled'
+  | 'error'
+  | 'too long';
+
+export interface ReplyData {
+  version: number;
+  kind: 'reply';
+  model: string;
+  status: ReplyStatus;
+  finish_reason?: string;
+  markdown: string;
+  reasoning: string;
+  reasoning_label: string;
+  reasoning_streaming: boolean;
+  note?: string;
+  warning?: string;
+  reused: boolean;
+  summary: string;
+  details: string[];
+  cell_id?: string;
+}
+
+export interface ToolStep {
+  status: string;
+  source: string;
+  result: string;
+  flags: string[];
+  recovered: boolean;
+}
+
+export interface ToolRoundData {
+  version: number;
+  kind: 'tool_round';
+  round: number;
+  steps: ToolStep[];
+}
+
+export interface ToolLoopStep {
+  round: number;
+  source: string;
+  status: string;
+}
+
+export interface ToolLoopData {
+  version: number;
+  kind: 'tool_loop';
+  stop: string;
+  note: string;
+  rounds: number;
+  steps: ToolLoopStep[];
+}
+
+export type ReplyBundle = ReplyData | ToolRoundData | ToolLoopData;
+
+/** The binding display `%boop` shows (application/vnd.boopiter.settings+json). */
+export interface SettingsData extends Binding {
+  version: number;
+}
+
+// -- checking what arrives
+
+type Json = { [key: string]: unknown };
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+function str(v: unknown, fallback = ''): string {
+  return typeof v === 'string' ? v : fallback;
+}
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+function bool(v: unknown): boolean {
+  return v === true;
+}
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+function pairs<T>(v: unknown, check: (x: unknown) => x is T): LabelValue<T>[] {
+  if (!Array.isArray(v)) {
+    return [];
+  }
+  return v.filter(
+    (p): p is LabelValue<T> => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && check(p[1])
+  );
+}
+const isString = (x: unknown): x is string => typeof x === 'string';
+
+const THINK: readonly string[] = ['l', 'm', 'h', 'off'];
+const BINDING_STRINGS = ['model', 'reasoning_model', 'keep_alive', 'tools', 'picked_at'] as const;
+const BINDING_BOOLS = ['reasoning', 'auto', 'reuse'] as const;
+
+/** The usable part of a binding: only known keys with values of the right type (empty strings dropped). */
+export function cleanBinding(v: unknown): Binding {
+  const b: Binding = {};
+  if (!isObject(v)) {
+    return b;
+  }
+  for (const k of BINDING_STRINGS) {
+    if (typeof v[k] === 'string' && v[k] !== '') {
+      b[k] = v[k] as string;
+    }
+  }
+  for (const k of BINDING_BOOLS) {
+    if (typeof v[k] === 'boolean') {
+      b[k] = v[k] as boolean;
+    }
+  }
+  if (typeof v.think === 'string' && THINK.includes(v.think)) {
+    b.think = v.think as Think;
+  }
+  const size = num(v.context_size);
+  if (size !== undefined && size >= 0) {
+    b.context_size = Math.floor(size);
+  }
+  return b;
+}
+
+function parseModel(v: unknown): ModelEntry | null {
+  if (!isObject(v) || typeof v.id !== 'string' || !v.id) {
+    return null;
+  }
+  const e: ModelEntry = {
+    id: v.id,
+    label: str(v.label, v.id) || v.id,
+    source: str(v.source, 'ollama') as ModelSource,
+    capabilities: strings(v.capabilities)
+  };
+  const size = num(v.size);
+  const ctx = num(v.context_length);
+  if (size !== undefined) {
+    e.size = size;
+  }
+  if (ctx !== undefined) {
+    e.context_length = ctx;
+  }
+  if (typeof v.offline === 'string' && v.offline) {
+    e.offline = v.offline;
+  }
+  if (typeof v.note === 'string' && v.note) {
+    e.note = v.note;
+  }
+  return e;
+}
+
+/** A MenuState with every field present and of the right type (missing parts become empty). */
+export function parseMenuState(v: unknown): MenuState | null {
+  if (!isObject(v)) {
+    return null;
+  }
+  const a = isObject(v.answering) ? v.answering : {};
+  const s = isObject(v.settings) ? v.settings : {};
+  const o = isObject(v.options) ? v.options : {};
+  const problems: { [source: string]: string } = {};
+  if (isObject(v.problems)) {
+    for (const [k, why] of Object.entries(v.problems)) {
+      if (typeof why === 'string') {
+        problems[k] = why;
+      }
+    }
+  }
+  const answering: Answering = { model: str(a.model), why: str(a.why), reasoning: bool(a.reasoning) };
+  const ctx = num(a.context_length);
+  const size = num(a.size);
+  if (ctx !== undefined) {
+    answering.context_length = ctx;
+  }
+  if (size !== undefined) {
+    answering.size = size;
+  }
+  return {
+    answering,
+    settings: {
+      model: str(s.model),
+      reasoning_model: str(s.reasoning_model),
+      reasoning: bool(s.reasoning),
+      think: str(s.think),
+      keep_alive: typeof s.keep_alive === 'number' ? String(s.keep_alive) : str(s.keep_alive),
+      context_size: num(s.context_size) ?? 0,
+      tools: str(s.tools),
+      auto: bool(s.auto),
+      reuse: bool(s.reuse)
+    },
+    models: Array.isArray(v.models) ? v.models.map(parseModel).filter((e): e is ModelEntry => e !== null) : [],
+    problems,
+    options: {
+      keep_alive: pairs(o.keep_alive, isString),
+      context_sizes: Array.isArray(o.context_sizes)
+        ? o.context_sizes.filter((n): n is number => typeof n === 'number' && Number.isFinite(n))
+        : [],
+      efforts: pairs(o.efforts, isString),
+      tool_sources: Array.isArray(o.tool_sources)
+        ? o.tool_sources
+            .filter(isObject)
+            .filter(t => typeof t.name === 'string' && t.name)
+            .map(t => ({ name: t.name as string, description: str(t.description), on: bool(t.on) }))
+        : []
+    },
+    offered_tools: strings(v.offered_tools)
+  };
+}
+
+/** A message from the kernel, checked; null for anything unknown or malformed. */
+export function parseKernelMessage(data: unknown): KernelMessage | null {
+  if (!isObject(data)) {
+    return null;
+  }
+  switch (data.type) {
+    case 'state': {
+      const state = parseMenuState(data.state);
+      return state ? { type: 'state', version: num(data.version) ?? PROTOCOL_VERSION, state } : null;
+    }
+    case 'binding':
+      return { type: 'binding', binding: cleanBinding(data.binding) };
+    case 'error':
+      return { type: 'error', message: str(data.message, 'error') || 'error' };
+    default:
+      return null;
+  }
+}
+
+/** A reply bundle with every field of its kind present and typed; null if it is not one. */
+export function parseReplyBundle(data: unknown): ReplyBundle | null {
+  if (!isObject(data)) {
+    return null;
+  }
+  const version = num(data.version) ?? 1;
+  if (data.kind === 'tool_round') {
+    const steps = Array.isArray(data.steps) ? data.steps.filter(isObject) : [];
+    return {
+      version,
+      kind: 'tool_round',
+      round: num(data.round) ?? 0,
+      steps: steps.map(s => ({
+        status: str(s.status),
+        source: str(s.source),
+        result: str(s.result),
+        flags: strings(s.flags),
+        recovered: bool(s.recovered)
+      }))
+    };
+  }
+  if (data.kind === 'tool_loop') {
+    const steps = Array.isArray(data.steps) ? data.steps.filter(isObject) : [];
+    return {
+      version,
+      kind: 'tool_loop',
+      stop: str(data.stop),
+      note: str(data.note),
+      rounds: num(data.rounds) ?? 0,
+      steps: steps.map(s => ({ round: num(s.round) ?? 0, source: str(s.source), status: str(s.status) }))
+    };
+  }
+  const reply: ReplyData = {
+    version,
+    kind: 'reply',
+    model: str(data.model),
+    status: (str(data.status, 'done') || 'done') as ReplyStatus,
+    markdown: str(data.markdown),
+    reasoning: str(data.reasoning),
+    reasoning_label: str(data.reasoning_label),
+    reasoning_streaming: bool(data.reasoning_streaming),
+    reused: bool(data.reused),
+    summary: str(data.summary),
+    details: strings(data.details)
+  };
+  for (const k of ['finish_reason', 'note', 'warning', 'cell_id'] as const) {
+    if (typeof data[k] === 'string' && data[k]) {
+      reply[k] = data[k] as string;
+    }
+  }
+  return reply;
+}
