@@ -24,6 +24,7 @@ _LAZY = dict(BoopMagics='.magics', Assistant='.assistant', OllamaClient='.ollama
              sync_ollama_loaded='.ollama', add_tool='.tools', side_effect='.tools', get_tool_list='.tools',
              tools_system_prompt='.tools')
 _COST_MAP = 'LITELLM_LOCAL_MODEL_COST_MAP'
+_frontend_loaded = None   # the `BoopMagics` the frontend loaded (`_frontend_load`) and no `%load_ext` adopted yet
 
 
 def __getattr__(name):
@@ -39,7 +40,13 @@ def _jupyter_labextension_paths():
 
 
 def load_ipython_extension(ip):
-    "Register `%%prompt` and `%boop`, and start recording cells."
+    "Register `%%prompt` and `%boop`, and start recording cells; a load the frontend made is adopted as it is."
+    global _frontend_loaded
+    active = ip.magics_manager.registry.get('BoopMagics')
+    if active is not None and active is _frontend_loaded:
+        _frontend_loaded = None   # the user's `%load_ext` now owns it: `%unload_ext` undoes it
+        return
+    if active is not None: unload_ipython_extension(ip)   # loaded outside the extension manager: one set, not two
     from .magics import BoopMagics
     magics = BoopMagics(shell=ip)
     magics.set_cost_map = _COST_MAP not in os.environ
@@ -48,10 +55,21 @@ def load_ipython_extension(ip):
     magics.start()
 
 
+def _frontend_load(ip):
+    """Load the extension for the frontend's "Load boopiter" (js/src/protocol.ts `LOAD_CODE`) without marking it loaded
+    in IPython: the notebook's own `%load_ext boopiter_ext` cell then adopts it quietly, not "already loaded"."""
+    global _frontend_loaded
+    if 'BoopMagics' in ip.magics_manager.registry: return   # loaded already (`%load_ext`, ipython_config, or by us)
+    load_ipython_extension(ip)
+    _frontend_loaded = ip.magics_manager.registry.get('BoopMagics')
+
+
 def unload_ipython_extension(ip):
     "Remove every magic, hook and callback `load_ipython_extension` added."
+    global _frontend_loaded
     magics = ip.magics_manager.registry.pop('BoopMagics', None)
     if magics is None: return
+    if magics is _frontend_loaded: _frontend_loaded = None
     for kind,name in (('cell', 'prompt'), ('line', 'boop')):
         if getattr(ip.magics_manager.magics[kind].get(name), '__self__', None) is magics: del ip.magics_manager.magics[kind][name]
     if magics in ip.configurables: ip.configurables.remove(magics)

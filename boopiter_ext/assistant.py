@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from .binding import clean_binding, saved_binding, screen_binding, stamp
 from .context import SYSTEM_PROMPT
-from .errors import BoopError, ReplyBroken, ReplyInterrupted, ReplyStalled, ReplyTooLong, SettingsError
+from .errors import (BoopError, OllamaUnreachable, ReplyBroken, ReplyInterrupted, ReplyStalled, ReplyTooLong,
+                     SettingsError)
 from .routes import LOCAL_ID, picked_model
 from .settings import DEFAULTS, load_settings, short_source
 
@@ -53,6 +54,7 @@ class Assistant:
         self._binding, self._pushed, self._told, self.stopped = None, {}, set(), False
         self.shown = None   # the notebook's cells as its frontend shows them (the extension sends them), if it does
         self.edit = None    # edit(request) -> (ok, message): a change carried out by the frontend (the channel's)
+        self._windows = {}  # model -> the largest context window asked of it in this kernel
         self._lock = threading.RLock()   # a comm thread and the main one may pick at once
         self.listeners = []   # listener(binding) after every change of the binding: displays, the channel, the menu
 
@@ -144,9 +146,9 @@ class Assistant:
         "(Ollama client, models to keep in memory): the standard and reasoning picks; None if Ollama is out of reach."
         from .errors import OllamaError
         s = self.settings(nb=self.notebook())
-        client = self.router.ollama(s)
-        try: return client, [s['model'] or next(iter(client.tags_names()), None), s['reasoning_model']]
+        try: model = s['model'] or self.router.auto_model(s)[0]   # none picked: the automatic choice stays loaded
         except OllamaError: return None
+        return self.router.ollama(s), [model, s['reasoning_model']]
 
     def uses_litellm(self)->bool:
         "Whether a model this notebook is set to use goes through litellm (only cloud ids do; none set: maybe)."
@@ -155,17 +157,22 @@ class Assistant:
         models = [m for m in (s['model'], s['reasoning_model']) if m]
         return not s['model'] or any(uses_litellm(m, s) for m in models)
 
-    def check_model(self, name:str, thinking:bool=False):
-        "Refuse a model Ollama says it does not have (or, for reasoning, one that cannot think); other ids are trusted."
+    def check_model(self, name:str, thinking:bool=False)->str:
+        """Refuse a model Ollama says it does not have (or, for reasoning, one that cannot think); other ids are trusted.
+        Return what to tell about a model that could not be checked (Ollama not reachable now: it is bound anyway)."""
         from .errors import OllamaError, OllamaModelNotFound
         from .routes import is_ollama_id, ollama_name
-        if not is_ollama_id(name): return
-        try: caps = self.router.ollama(self.settings(nb=self.notebook())).model_info(ollama_name(name))['capabilities']
+        if not is_ollama_id(name): return ''
+        client = self.router.ollama(self.settings(nb=self.notebook()))
+        try: caps = client.model_info(ollama_name(name))['capabilities']
         except OllamaModelNotFound: raise
-        except OllamaError: return   # not reachable now: bind anyway; a prompt will say what is wrong
+        except OllamaError as e:   # bind anyway: a prompt will say what is wrong and what to do
+            why = 'is not reachable now' if isinstance(e, OllamaUnreachable) else 'could not be asked now'
+            return f'Bound, but Ollama at {client.where} {why}; the first prompt will say what to do.'
         if thinking and caps and 'thinking' not in caps:
             raise SettingsError(f'{name} is not a thinking model (its capabilities: {", ".join(caps)}); pick one that '
                                 'lists `thinking` (`%boop models` shows them).')
+        return ''
 
     # -- answering
     def _prepare(self, question, settings, with_context=True, offer=True)->dict:
@@ -184,11 +191,12 @@ class Assistant:
                                 f'{", ".join(info.get("capabilities") or ())}), so `--think` cannot apply; drop it or pick '
                                 'a thinking model with `-m`.', setting='think')
         refs = prompt_refs(question, self.namespace)
-        tools = {**(self.offer_tools(settings, nb) if offer else self.tool_list(settings, nb)), **refs.tools}
+        offered = self.offer_tools(settings, nb) if offer else self.tool_list(settings, nb)
+        tools = {**offered, **refs.tools}   # a prompt's own &`name` tools are described with its question
         auto = settings['auto'] and bool(tools)
         cells = self.cells_above(nb) if with_context else []
         asked = question + ('\n\n' + refs.text if refs.text else '')
-        msgs, ledger = self.context(asked, settings, info, cells, tools, auto, folder(nb))
+        msgs, ledger = self.context(asked, settings, info, cells, offered, folder(nb), model=model, grow=offer)
         told = [n for n in settings.notes if n not in self._told] if offer else []   # a refused setting: said once
         self._told.update(told)
         note = '; '.join(filter(None, [note, effort_note, *settings.screened, *refs.notes, *told]))
@@ -278,11 +286,19 @@ class Assistant:
         from .tools import user_variables
         def tokens(messages): return sum(estimate_tokens(msg_text(m)) for m in messages)
         def fits(messages): return tokens(messages) + ledger['reserve'] <= ledger['cap']
+        last = {}   # the round's reply and its display: once its calls ran, the display says which blocks ran
+        def shown(route, ledger):
+            last['view'] = view(route, ledger)
+            return last['view']
         def ask(messages):   # each round sized to its conversation, which grows with the tools' results
-            window = context_window(tokens(messages) + ledger['reserve'], info.get('context_length'), settings['context_size'])
-            return self._stream(model, messages, settings, info, route, {**ledger, 'window': window}, view,
-                                raise_interrupt=False)
+            window = self.window(model, tokens(messages) + ledger['reserve'], info, settings)
+            last['reply'] = self._stream(model, messages, settings, info, route, {**ledger, 'window': window}, shown,
+                                         raise_interrupt=False)
+            return last['reply']
         def on_round(rnd, steps):
+            if (ran := list(dict.fromkeys(s.block for s in steps if s.ran and s.block))) and 'view' in last:
+                last['reply'].info['ran_blocks'] = ran   # the frontend offers no "Insert and run" for what ran
+                last['view'].refresh(last['reply'])
             if show is not None: show(*round_bundle(rnd, steps))
         result = run_tool_loop(ask, msgs, tools, question, namespace=user_variables(self.namespace),
                                max_rounds=settings['max_rounds'], lenient=settings['lenient'], confirm=confirm,
@@ -290,7 +306,7 @@ class Assistant:
         if show is not None: show(*loop_bundle(result))
         if result.error is not None: raise result.error
         if result.stop == 'cancelled':
-            ran = [s.source for s in result.steps if s.status in ('ok', 'flagged') or s.status.startswith('crashed')]
+            ran = [s.source for s in result.steps if s.ran]
             raise ReplyInterrupted('Interrupted: the tool loop stopped' + (f'; these calls had already run and keep '
                                    f'their effects: {", ".join(ran)}.' if ran else '; no tool had run.'))
         result.reply.info['tool_loop'] = result.stop
@@ -313,19 +329,27 @@ class Assistant:
         from .context import order_cells
         return order_cells(self.cells.cells(), self.layout(nb), self.cells.current)
 
-    def context(self, question, settings, info, cells, tools=None, auto=False, root=None)->tuple:
+    def window(self, model, needed, info, settings, grow=True)->int:
+        """The context window to ask `model` for: sized to `needed` in steps, capped by the model, and never smaller than
+        one this kernel asked it for before (Ollama reloads a model whose `num_ctx` changes, losing its cache)."""
+        from .context import context_window
+        w = context_window(needed, info.get('context_length'), settings['context_size'], floor=self._windows.get(model, 4096))
+        if grow and not settings['context_size']: self._windows[model] = max(w, self._windows.get(model, 0))
+        return w
+
+    def context(self, question, settings, info, cells, tools=None, root=None, model='', grow=True)->tuple:
         "(messages, ledger): `cells` and the question, budgeted to the model's window, which goes in the ledger."
-        from .context import build_context, context_window
+        from .context import build_context
         from .tools import tools_system_prompt
         model_max, requested = info.get('context_length'), settings['context_size']
         cap = min(filter(None, (requested, model_max))) if requested or model_max else 8192
         reserve = settings['max_tokens'] or min(1024, cap // 4)  # room left for the reply
         system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt'],
-                                         tools_system_prompt(list((tools or {}).values()), auto)) if p)
+                                         tools_system_prompt(list((tools or {}).values()))) if p)
         msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],
                                      vision=bool(info.get('vision')), root=root and root.resolve(),
                                      max_images=settings['max_images'], max_side=settings['image_size'])
-        ledger['window'] = window = context_window(ledger['tokens'] + reserve, model_max, requested)
+        ledger['window'] = window = self.window(model, ledger['tokens'] + reserve, info, settings, grow)
         ledger['cap'], ledger['reserve'] = cap, reserve
         if ledger['tokens'] > window:   # Ollama would cut the start of the prompt without a word
             ledger['warning'] = (f'The prompt (~{ledger["tokens"]:,} tokens) is longer than the {window:,}-token context '
@@ -354,6 +378,9 @@ class Assistant:
             reply = Reply.restore(model, saved_snapshot(saved))   # drawn again by the renderer: a file's HTML never is
             self._record(shown.show(*reply_bundle(reply, {**route, 'reused': True}, ledger)))
             return reply
+        if settings['reuse'] and mode != 'record' and route.get('picked_by') != 'cell option':   # `-m`: asked on purpose
+            if (kept := self.kept_reply(model, msgs, options)) is not None:
+                return self._keep(*kept, model, settings, route, ledger, shown)
         reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt)
         if reply.status == 'done':
             if mode == 'record':
@@ -407,6 +434,37 @@ class Assistant:
         if found is None and settings['cache_dir']: found = DiskCache(settings['cache_dir']).get(digest)
         return found
 
+    def kept_reply(self, model, msgs, options)->tuple|None:
+        """(output, digest): a saved reply of the asking prompt cell (its own outputs, else those of a cell asking the
+        same question) that another model wrote to exactly these messages: only the model differs."""
+        from .context import prompt_text
+        from .notebook import saved_cells
+        from .replay import find_kept_reply
+        current, nb = self.cells.current, self.notebook()
+        if current is None: return None
+        cells = [*self.cells.cells(), *((saved_cells(nb) or []) if nb else [])]   # this kernel's first, then the file's
+        question = prompt_text(current.source)
+        def own(c): return bool(current.cell_id) and c.cell_id == current.cell_id
+        same = [c for c in cells if not own(c) and c.kind == 'prompt' and prompt_text(c.source) == question]
+        return find_kept_reply(model, msgs, options, [c for c in cells if own(c)] + same)
+
+    def _keep(self, output, digest, model, settings, route, ledger, shown):
+        "Show a kept reply (`kept_reply`) through the renderer, marked: answered by its model, not `model`; return it."
+        from .render import reply_bundle
+        from .replay import clean_model_info, saved_snapshot
+        from .stream import Reply
+        md, by = output['metadata']['boopiter'], output['metadata']['boopiter'].get('model_source')
+        by = by if isinstance(by, str) and len(by) <= 100 else None
+        info = clean_model_info(md['model_info']) if isinstance(md.get('model_info'), dict) else None
+        reply = Reply.restore(md['model'], saved_snapshot(output))   # drawn by the renderer: a file's HTML never is
+        kept_route = {**route, **self.router.describe(md['model'], settings), 'kept': model,
+                      'digest': digest, 'picked_by': by, 'effort': md.get('effort'), 'note': '',
+                      'reasoning_model': bool(md.get('reasoning_model')),
+                      'model_info': {k: v for k,v in (info or {}).items() if v is not None}}
+        window = (md.get('context') or {}).get('window')
+        self._record(shown.show(*reply_bundle(reply, kept_route, {**ledger, 'window': window} if window else ledger)))
+        return reply
+
     def cassette(self, settings, recording=False):
         "The cassette; one being replayed is read once, and again only when its file changes."
         from .replay import Cassette, cassette_path
@@ -453,26 +511,33 @@ class Assistant:
         from .binding import binding_text
         from .settings import public_url
         s = self.settings(nb=nb)
+        model_line, endpoint, info, problem = '', '-', {}, []
         try:
             model, note = self.router.resolve(s)
-            route, info = self.router.describe(model, s), self.router.model_info(model, s)
-            model_line = f'{model} ({note or "from " + picked_model(s)[1]})'
+            model_line = f'auto → {model} ({note})' if note else f'{model} (from {picked_model(s)[1]})'
             if s['reasoning'] and s['reasoning_model'] == model: model_line += ', the reasoning model'
-            endpoint = f'{route["name"]} at {route["endpoint"]}' if route['endpoint'] else route['name']
-        except BoopError as e: model_line, endpoint, info = f'none: {e}', '-', {}
+            route = self.router.describe(model, s)
+            endpoint = (f'{route["name"]} at {route["endpoint"]}' if route['endpoint'] else route['name']
+                        + (', started by the first prompt that uses it' if model == LOCAL_ID else ''))
+            info = self.router.model_info(model, s)
+        except BoopError as e:
+            if model_line: problem = [str(e)]   # the model is known, what it says of itself is not
+            else: model_line = f'none: {e}'
         ctx = f'{s["context_size"]:,} tokens ({s.source["context_size"]})' if s['context_size'] else 'auto (sized to each prompt'
         if not s['context_size']: ctx += f', up to {info["context_length"]:,} tokens)' if info.get('context_length') else ')'
         tools = self.tool_list(s, nb)
         tools = f'{", ".join(tools) or "none"} ({"auto-run" if s["auto"] else "run on your click"})'
+        binding = self.binding(nb)
         rows = dict(model=model_line, endpoint=endpoint, tools=tools, context=ctx,
-                    binding=binding_text(self.binding(nb)).partition(' · ')[2]
-                            + (' (from the saved notebook)' if self._binding is None and nb else ''),
+                    binding=binding_text(binding).partition(' · ')[2]
+                            + (' · as saved in the notebook' if binding and self._binding is None and nb else ''),
                     notebook=str(nb) if nb else 'unknown (cells in execution order; set BOOPITER_NOTEBOOK for headless runs)',
                     cells=f'{len(self.cells.cells())} recorded')
         rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')
                      if s.source[k] != 'default'})
         runtime, _ = self.config()
-        warnings = s.warnings + [f'`%config BoopMagics.{k}` is outranked by the notebook\'s binding ({k} = {s[k]}); '
-                                 f'`%boop model --clear` or the menu changes it' for k in sorted(runtime)
-                                 if s.source[k] == 'notebook binding' and runtime[k] != s[k]]
+        outranked = [f'`%config BoopMagics.{k}` is outranked by the notebook\'s binding ({k} = {s[k]}); '
+                     f'`%boop model --clear` or the menu changes it' for k in sorted(runtime)
+                     if s.source[k] == 'notebook binding' and runtime[k] != s[k]]
+        warnings = s.warnings + problem + outranked
         return rows, warnings

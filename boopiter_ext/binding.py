@@ -23,7 +23,7 @@ __all__ = ['BINDING_MIME', 'BINDING_KEYS', 'Binding', 'clean_binding', 'screen_b
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from .routes import route_name
+from .routes import route_name, split_endpoint
 from .render import MIME_KEY
 from .settings import check_setting, declared_models, refusal
 
@@ -88,6 +88,7 @@ def may_choose(
     "Only ids answered on this machine or by servers the user configured: never a provider no setting names."
     route = route_name(model)
     if route == 'deaddrop': return _session_exists(model, settings)
+    if route == 'endpoint': return (split_endpoint(model) or ('',))[0] in getattr(settings, 'endpoints', {})
     return (route in ('local', 'ollama') or model.startswith('openai/') and bool(settings['api_base'])
             or model in declared_models(settings))
 
@@ -99,14 +100,23 @@ def screen_binding(
     """Drop model ids that would send the notebook, with your keys, to a provider no setting names.
 
     A notebook someone sent you may choose Ollama models, the embedded model, `openai/NAME` on the
-    configured `api_base`, and ids the `models` setting lists; anything else (`anthropic/...`,
-    `openai/gpt-4o` with no `api_base`) is ignored until you pick it yourself."""
+    configured `api_base`, `@NAME/MODEL` on an endpoint your settings name `NAME` (whichever server that is for
+    you), and ids the `models` setting lists; anything else (`anthropic/...`, `openai/gpt-4o` with no `api_base`,
+    an endpoint no setting declares) is ignored until you pick it yourself."""
     out, warnings = dict(binding), list(getattr(binding, 'refused', ()))   # a saved binding's values already ignored
     for k in ('model', 'reasoning_model'):
         if k in out and not may_choose(out[k], settings):
-            warnings.append(f'the saved binding names `{out.pop(k)}`, which a notebook may not choose by itself: '
-                            f'pick it in the menu or with `%boop model`, or list it in the `models` setting')
+            warnings.append(_not_chosen(out.pop(k)))
     return out, warnings
+
+
+def _not_chosen(model)->str:
+    "Why a saved binding's `model` is ignored, and what to do."
+    if (parts := split_endpoint(model)):
+        return (f'the saved binding names `{model}`, on an endpoint `{parts[0]}` your settings do not declare: declare '
+                f'`[boopiter.endpoint.{parts[0]}]` (its `kind` and `url`) in your settings.ini, or pick another model')
+    return (f'the saved binding names `{model}`, which a notebook may not choose by itself: pick it in the menu or with '
+            '`%boop model`, or list it in the `models` setting')
 
 
 def _keep_alive_text(v):

@@ -25,7 +25,10 @@ target, `boopiter`, in both directions; JSON messages with a `type` (js/src/prot
 
 The kernel registers the target when the extension loads (so a frontend opens a comm on every page load, kernel
 restart or reconnection), and opens one itself with `{type: 'announce', version: 1}` (so a frontend connected before
-`%load_ext` learns of it at once, and says hello on it).
+`%load_ext` learns of it at once, and says hello on it). That hello waits for the comm's subshell, so a prompt cell
+queued right behind `%load_ext` (Run All) could run before it: the frontend therefore also opens a comm with a hello
+on the main shell as it schedules a prompt while no hello was answered, which the kernel reads right before the
+prompt. Once the kernel answers on that comm, the frontend keeps it and closes the announced one.
 Messages from the frontend may arrive on a comm subshell's thread while a cell runs; handling never raises: a
 failure goes back as an `error` message and to the log.
 """
@@ -81,7 +84,10 @@ class Channel:
         comm.on_close(lambda msg: self._closed(comm))
 
     def _closed(self, comm):
-        with self._lock: self.comms.pop(comm.comm_id, None)
+        with self._lock:
+            self.comms.pop(comm.comm_id, None)
+            # a frontend keeps one comm of two that said hello (its knock, see the module docstring): edits go to the other
+            if self._last is comm: self._last = next(reversed(self.comms.values()), None)
         if not self.comms:   # no frontend shows the notebook now
             self.hello.clear()
             self.assistant.shown = None

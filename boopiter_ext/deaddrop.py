@@ -42,6 +42,7 @@ __all__ = ['REPLY_INSTRUCTION', 'DONE', 'deaddrop_root', 'valid_session', 'is_se
 import codecs, json, os, re, secrets, shutil, stat, sys, tempfile, time
 from pathlib import Path
 from .errors import DeadDropError, ReplyStalled
+from .images import image_mime
 
 DONE = '---DONE---'
 REPLY_INSTRUCTION = ("\n\n[system: when your reply is complete, end it with two lines of their own: first "
@@ -51,7 +52,7 @@ _SID = re.compile(r'[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}')
 _PID = re.compile(r'[0-9]{1,20}-[0-9a-f]{8}')
 _MODEL = re.compile(r'\s*---MODEL:\s*(.*?)\s*---\s*')
 _RESERVED = ('claude', 'prompts', 'responses')
-_IMAGE_EXT = {b'\x89PNG': '.png', b'\xff\xd8\xff': '.jpg', b'GIF8': '.gif', b'RIFF': '.webp'}
+_IMAGE_EXT = {'image/png': '.png', 'image/jpeg': '.jpg', 'image/gif': '.gif', 'image/webp': '.webp'}
 _CELL_ID = re.compile(r'[A-Za-z0-9_-]{1,64}')   # nbformat's cell id
 _MAX_META, _MAX_PROMPT, _MAX_SHOW = 1 << 16, 1 << 26, 1 << 24   # bytes read at most from meta.json, prompt.md, a reply
 _MAX_TERMINATOR = 512   # a partial line longer than this is reply text, never a `---MODEL: ...---` line
@@ -158,8 +159,7 @@ def list_sessions(
 
 
 def _image_name(i, img):
-    ext = Path(img).suffix.lower() if isinstance(img, (str, Path)) else next(
-        (e for magic,e in _IMAGE_EXT.items() if img.startswith(magic)), '.png')
+    ext = Path(img).suffix.lower() if isinstance(img, (str, Path)) else _IMAGE_EXT.get(image_mime(img), '.png')
     return f'image-{i}{ext or ".png"}'
 
 
@@ -551,20 +551,22 @@ def _parser():
                         help='dead-drop folder (default: $BOOPITER_DEADDROP_DIR, else ~/dead_drop)')
     p = _Parser(prog='boopiter-deaddrop', description='Answer boopiter prompt cells through files.', parents=[common])
     sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
-    sub.add_parser('new', parents=[common], help='start a session').add_argument('id')
+    SID = 'the new session\'s id: 1 to 64 letters, digits, `.`, `_` or `-`; notebooks pick it as model `deaddrop/ID`'
+    PID = 'its id, as `next` prints it (`<time>-<8 hex>`)'
+    sub.add_parser('new', parents=[common], help='start a session').add_argument('id', help=SID)
     sub.add_parser('list', parents=[common], help='list sessions and when each was last active')
     nx = sub.add_parser('next', parents=[common], help='print the oldest waiting prompt: its id, then its text')
-    nx.add_argument('id')
+    nx.add_argument('id', help='the session to look in')
     nx.add_argument('--wait', action='store_true', help='wait until a prompt arrives')
     nx.add_argument('--json', action='store_true', help='print one JSON object (id, prompt, meta, images)')
     nx.add_argument('--timeout', type=float, help='seconds to wait at most')
     rp = sub.add_parser('reply', parents=[common], help='stream stdin as the reply, then end it')
-    rp.add_argument('id')
-    rp.add_argument('prompt_id')
+    rp.add_argument('id', help='the session the prompt is in')
+    rp.add_argument('prompt_id', help=f'the prompt to answer: {PID}')
     rp.add_argument('--model', help='who answers, shown as "<name> (dead drop)"')
     sh = sub.add_parser('show', parents=[common], help='print a prompt, its state and its reply so far')
-    sh.add_argument('id')
-    sh.add_argument('prompt_id')
+    sh.add_argument('id', help='the session the prompt is in')
+    sh.add_argument('prompt_id', help=f'the prompt to show: {PID}')
     sh.add_argument('--json', action='store_true', help='print one JSON object')
     return p
 

@@ -24,7 +24,15 @@ paragraph, never a traceback wall (IPython honours `_render_traceback_`).
 
 __all__ = ['BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaError', 'OllamaUnreachable',
            'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'ReplyTooLong', 'NoModel', 'SettingsError',
-           'DeadDropError', 'CassetteDrift', 'BenchError', 'LocalModelError']
+           'DeadDropError', 'CassetteDrift', 'BenchError', 'LocalModelError', 'install_hint']
+
+
+def install_hint(
+    extra:str,  # The optional extra that is missing: 'local', 'cloud', 'pdf'
+)->str:         # How to add it, from what the user has: the checkout, or a wheel of it
+    "How to install one of boopiter_ext's extras: from the checkout or the wheel it was installed from."
+    return (f"pip install -e '.[{extra}]' in your boopiter_ext checkout (or pip install 'WHEEL[{extra}]' with the "
+            f"boopiter_ext wheel you have)")
 
 
 class BoopError(Exception):

@@ -15,7 +15,8 @@ context out), and image files are read only inside the notebook's folder, as the
 (`paths.confine`).
 """
 
-__all__ = ['ContextImage', 'ImagePicker', 'fit_image', 'image_tokens', 'markdown_images', 'IMAGE_MIMES', 'MAX_PIXELS']
+__all__ = ['ContextImage', 'ImagePicker', 'fit_image', 'image_mime', 'image_tokens', 'markdown_images', 'IMAGE_MIMES',
+           'MAX_PIXELS']
 
 import base64, io, math, warnings
 from collections import OrderedDict
@@ -26,6 +27,7 @@ IMAGE_MIMES = ('image/png', 'image/jpeg', 'image/gif', 'image/webp')   # image o
 _FILE_MIMES = {'.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp'}
 _OPENABLE = ('PNG', 'JPEG', 'GIF', 'WEBP')   # JPEG opens MPO too; never EPS (Pillow runs Ghostscript for it), TIFF, BMP, ...
 _SENDABLE = {'PNG': 'image/png', 'JPEG': 'image/jpeg', 'MPO': 'image/jpeg'}   # sent as they are when they fit
+_MAGIC = {b'\x89PNG': 'image/png', b'\xff\xd8\xff': 'image/jpeg', b'GIF8': 'image/gif'}
 MAX_FILE_BYTES = 20_000_000   # an image larger than this is not one anyone meant to send
 MAX_PIXELS = 40_000_000       # decoding more takes seconds and gigabytes: a 31 KB PNG can claim 14000×14000
 _cache, _CACHE_SIZE = OrderedDict(), 32
@@ -45,6 +47,14 @@ class ContextImage:
     def size(self)->str: return f'{self.width}×{self.height}'
     @property
     def resized(self)->bool: return (self.width, self.height) != tuple(self.original)
+
+
+def image_mime(
+    data:bytes,  # A file's bytes (its first 12 are enough)
+)->str|None:     # 'image/png', 'image/jpeg', 'image/gif' or 'image/webp'; None for anything else
+    "The image type `data` starts with: a RIFF file only when it says WEBP (a WAV or AVI file is RIFF too)."
+    if data[:4] == b'RIFF': return 'image/webp' if data[8:12] == b'WEBP' else None
+    return next((m for sig,m in _MAGIC.items() if data.startswith(sig)), None)
 
 
 def image_tokens(width:int, height:int)->int:

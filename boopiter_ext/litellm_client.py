@@ -12,7 +12,7 @@ ever written anywhere by boopiter. A reply that yields no token for `timeout` se
 __all__ = ['LitellmClient', 'import_litellm']
 
 import os, socket, threading
-from .errors import BoopError, ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable
+from .errors import BoopError, ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable, install_hint
 from .stream import StallWatch
 from .settings import EFFORTS, public_url
 
@@ -20,10 +20,14 @@ _lock = threading.Lock()
 
 
 def import_litellm():
-    "Import litellm once, configured to do as little per chunk as it can."
+    "Import litellm once, configured to do as little per chunk as it can; `ModelError` saying how if it is not installed."
     os.environ.setdefault('LITELLM_LOCAL_MODEL_COST_MAP', 'True')
     with _lock:
-        import litellm
+        try: import litellm
+        except ImportError as e:
+            raise ModelError(f"Cloud model ids go through litellm, which is not installed: {install_hint('cloud')}"
+                             ' (Ollama models, the embedded model and `openai/NAME` on your `api_base` need nothing more).'
+                             ) from e
         litellm.suppress_debug_info = True        # no "Give Feedback" banner in error messages
         litellm.disable_streaming_logging = True  # its per-chunk logging is most of its ~0.9 ms/chunk
     return litellm

@@ -17,7 +17,7 @@ Everything a prompt decides is the assistant's.
 
 __all__ = ['BoopMagics']
 
-import atexit, logging, threading, uuid
+import atexit, importlib.util, logging, threading, uuid
 from pathlib import Path
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class, cell_magic, line_magic
@@ -45,7 +45,7 @@ def _warm_up(needs_litellm=lambda: True):
     try:
         from .sanitize import safe_markdown
         safe_markdown('*warm*')
-        if needs_litellm():
+        if needs_litellm() and importlib.util.find_spec('litellm') is not None:   # the `cloud` extra may be absent
             from . import litellm_client
             litellm_client.import_litellm()
     except Exception: log.warning('boopiter_ext: warming up failed; the first prompt will do the imports', exc_info=True)
@@ -82,13 +82,16 @@ class BoopMagics(Magics):
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
                               "parser, and litellm unless the configured model is served by Ollama directly (which "
                               "never needs litellm).").tag(config=True)
+    get_ready = Bool(True, help="Get the answering model ready while the kernel is idle: start the embedded model and "
+                                "read the notebook so far into its prompt cache, or load a picked Ollama model "
+                                "(readiness.py).").tag(config=True)
 
     def __init__(self, shell=None, **kw):
         super().__init__(shell=shell, **kw)
         self.recorder = CellRecorder(shell)
         self.assistant = Assistant(self.recorder, shell.user_ns, notebook=self.notebook, config=self._config)
         self.assistant.listeners.append(self._binding_changed)
-        self._warm, self._toolbar, self.channel = None, None, None
+        self._warm, self._toolbar, self.channel, self.readiness = None, None, None, None
         self._binding_id = f'boopiter-binding-{uuid.uuid4().hex}'   # every binding display shown is kept current
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
@@ -120,14 +123,19 @@ class BoopMagics(Magics):
             self._warm = threading.Thread(target=_warm_up, args=(self.assistant.uses_litellm,),
                                           name='boopiter-warm-up', daemon=True)
             self._warm.start()
+        if self.get_ready:
+            from .readiness import Readiness
+            self.readiness = Readiness(self.assistant, self.shell)
+            self.readiness.start()
 
     def stop(self):
         "Undo `start`: stop recording, close the channel and the brain menu, the HTTP sessions and the embedded model."
         self.recorder.unregister()
+        if self.readiness is not None: self.readiness.stop()
         if self.channel is not None: self.channel.unregister()
         self.assistant.edit = None
         if self._toolbar is not None: self._toolbar.close()
-        self._toolbar = self.channel = None
+        self._toolbar = self.channel = self.readiness = None
         atexit.unregister(self.assistant.close)
         self.assistant.close()
 
@@ -168,7 +176,7 @@ class BoopMagics(Magics):
         if self._toolbar is not None: self._toolbar.show()
 
     # -- magics
-    @magic_arguments()
+    @magic_arguments(name='%prompt')   # the usage line puts one `%` before it: a cell magic's `%%prompt`
     @argument('-m', '--model', help="Model for this cell only: an Ollama name, ollama_chat/NAME, local/smollm2-135m "
                                     "or any litellm id (openai/NAME with api_base, a cloud id with its key in the "
                                     "environment).")
@@ -178,8 +186,9 @@ class BoopMagics(Magics):
                                                  "hand it the results until it answers (the `auto` setting).")
     @argument('--lenient', action='store_true', help="In auto mode, also take tool calls written as JSON or tags.")
     @argument('--insert', action='store_true', help="Put the reply's python blocks into a new cell below.")
-    @argument('--fresh', action='store_true', help="Ask the model even if this exact question has a saved reply "
-                                                  "(the `reuse` setting, for this cell).")
+    @argument('--fresh', action='store_true', help="Ask the model even if this cell has a saved reply to the same "
+                                                  "question and context, from this model or another (the `reuse` "
+                                                  "setting, for this cell).")
     @argument('--dry-run', action='store_true', help="Show exactly what would be sent (messages, context ledger, "
                                                     "tokens, images, tools) and send nothing.")
     @cell_magic
@@ -187,9 +196,11 @@ class BoopMagics(Magics):
         """Ask a model about the notebook so far; the reply streams into this cell's output.
 
         The model sees the cells above (code, outputs, errors, notes) in notebook order, and earlier
-        prompts with their replies as a conversation. Re-running the cell replaces the reply. In the
-        question, $`name` shows the model a variable's value (summarised), &`name` offers a function
-        as a tool for this prompt; cells tagged `boop-hide` are never sent, `boop-pin` never dropped.
+        prompts with their replies as a conversation. Re-running the cell shows its saved reply again while
+        nothing it sends has changed; if only the model that answers has, the saved reply is kept and marked;
+        `--fresh` asks again. In the question, $`name` shows the model a variable's value (summarised), &`name`
+        offers a function as a tool for this prompt; cells tagged `boop-hide` are never sent, `boop-pin` never
+        dropped.
 
         Example::
 
@@ -266,7 +277,9 @@ class BoopMagics(Magics):
         if self.frontend:
             from .menu import answering
             a = answering(self.settings(nb=self.notebook()), self.catalog.last)
-            print(f'The brain menu is in the notebook toolbar. Answering: {a["model"] or "none"} ({a["why"]}).')
+            who = f'auto → {a["model"]} ({a["why"].removeprefix("auto: ")})' if a['auto'] and a['model'] else \
+                  f'{a["model"] or "none"} ({a["why"]})'
+            print(f'The brain menu is in the notebook toolbar. Answering: {who}.')
             return self.show_binding()
         from .toolbar import Toolbar
         if self._toolbar is None: self._toolbar = Toolbar(self.assistant)
@@ -278,13 +291,15 @@ class BoopMagics(Magics):
         if len(arg.split()) > 1: raise UsageError('Usage: `%boop model NAME` (one model id), or `%boop model --clear`.')
         if arg == '--clear': self.set_binding(model=None)
         elif arg:
-            self._check_model(arg)
+            said = self._check_model(arg)
             self.set_binding(model=arg)
+            if said: print(said)
         self.show_binding()
 
-    def _check_model(self, name, thinking=False):
+    def _check_model(self, name, thinking=False)->str:
+        "What to tell about `name` (Ollama not reachable now), or a `UsageError` if it cannot be bound."
         from .errors import BoopError
-        try: self.assistant.check_model(name, thinking)
+        try: return self.assistant.check_model(name, thinking)
         except BoopError as e: raise UsageError(str(e)) from None
 
     def _boop_reasoning(self, arg):
@@ -297,8 +312,9 @@ class BoopMagics(Magics):
             name, *effort = parts
             if len(effort) > 1 or effort and effort[0] not in THINK_LEVELS:
                 raise UsageError('Usage: `%boop reasoning NAME [l|m|h]`, `%boop reasoning on` or `%boop reasoning off`.')
-            self._check_model(name, thinking=True)
+            said = self._check_model(name, thinking=True)
             self.set_binding(reasoning_model=name, reasoning=True, **dict(think=effort[0]) if effort else {})
+            if said: print(said)
         self.show_binding()
 
     def _boop_tools(self, arg):

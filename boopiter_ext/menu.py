@@ -24,18 +24,20 @@ def size_label(n:int)->str: return 'auto' if not n else f'{n // 1024}k' if n % 1
 def answering(
     settings,  # Resolved settings
     listing,   # The catalog's last `Listing`
-)->dict:       # {model, why, context_length?, size?, reasoning}
-    "The model that will answer the next prompt and why: a pick, else the first Ollama model in reach, else the tiny one."
+)->dict:       # {model, why, auto, context_length?, size?, reasoning}
+    """The model that will answer the next prompt and why: a pick, else Ollama's automatic choice (`auto` is True and
+    `why` says `auto: why this one`), else the tiny embedded one."""
     model, source = picked_model(settings)
     why = short_source(source)
     if not model:
-        first = next((e for e in listing.entries if e.source == 'ollama' and not e.offline), None)
-        model = first.id if first else LOCAL_ID if listing.get(LOCAL_ID) else ''
-        why = ('auto: the first model Ollama lists' if first else
-               'auto: Ollama is not reachable, so the tiny embedded model' if model else 'no model in reach')
+        online = listing.auto is not None   # set when Ollama answered the last listing
+        auto = listing.auto or ('', 'Ollama is not reachable')
+        model = auto[0] or (LOCAL_ID if listing.get(LOCAL_ID) else '')
+        why = (f'auto: {auto[1]}' if model and model == auto[0] else
+               f'auto: {auto[1]}, so the tiny embedded model' if model else auto[1] if online else 'no model in reach')
     entry = listing.get(model) if model else None
-    out = dict(model=model, why=why, reasoning=bool(settings['reasoning'] and settings['reasoning_model']
-                                                    and model == settings['reasoning_model']))
+    reasoning = bool(settings['reasoning'] and settings['reasoning_model'] and model == settings['reasoning_model'])
+    out = dict(model=model, why=why, auto=not source, reasoning=reasoning)
     if entry and entry.context_length: out['context_length'] = entry.context_length
     if entry and entry.size: out['size'] = entry.size
     return out

@@ -11,8 +11,7 @@ __all__ = ['mk_msg', 'image_part', 'msg_text', 'msg_images']
 
 import base64
 from functools import lru_cache
-
-_MAGIC = {b'\x89PNG': 'image/png', b'\xff\xd8\xff': 'image/jpeg', b'GIF8': 'image/gif', b'RIFF': 'image/webp'}
+from .images import image_mime
 
 
 def image_part(
@@ -30,8 +29,7 @@ def _data_url(b64, mime): return f'data:{mime};base64,{b64.strip()}'
 def _part(o):
     if isinstance(o, str): return {'type': 'text', 'text': o}
     if isinstance(o, bytes):
-        mime = next((m for sig,m in _MAGIC.items() if o.startswith(sig)), None)
-        if mime is None: raise ValueError(f'not a supported image: {o[:8]!r}')
+        if (mime := image_mime(o)) is None: raise ValueError(f'not a supported image: {o[:12]!r}')
         return image_part(base64.b64encode(o).decode(), mime)
     return o
 

@@ -18,9 +18,9 @@ import json, logging, os, threading, warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 import requests
-from .errors import OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken
+from .errors import ModelError, OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken
 from .messages import msg_text, msg_images
-from .routes import is_ollama_id, ollama_name, ollama_tag
+from .routes import is_ollama_id, ollama_name, ollama_tag, split_endpoint
 from .stream import StallWatch
 from .settings import EFFORTS, ollama_url, public_url
 
@@ -57,16 +57,42 @@ def _ollama_msg(m):
     return d
 
 
+def _cache_numbers(d)->dict:
+    """How much of the prompt Ollama took from its cache (`prompt_eval_cached_count`, newer servers) and had to process
+    (`evaluated_tokens`, `prompt_ms`), as the direct OpenAI-compatible client reports llama.cpp's."""
+    cached, total, ns = _num(d.get('prompt_eval_cached_count')), _num(d.get('prompt_eval_count')), _num(d.get('prompt_eval_duration'))
+    out = {} if cached is None else dict(cached_tokens=cached)
+    if cached is not None and total is not None and total >= cached: out['evaluated_tokens'] = total - cached
+    if ns is not None: out['prompt_ms'] = round(ns / 1e6, 3)
+    return out
+
+
 class OllamaClient:
-    "One Ollama server, one HTTP session: streaming chat, listing, and model info."
+    """One Ollama server, one HTTP session: streaming chat, listing, model info, and loading and unloading models.
+
+    On a `shared` server (others' kernels use it too) the client remembers which models it loaded itself (`mine`: not in
+    memory when it first asked for them), and `sync_ollama_loaded` unloads only those."""
     def __init__(self,
                  host:str='',                 # `host:port` or URL; empty means 127.0.0.1:11434
                  timeout:float=300.0,         # Seconds to wait for the next token
                  connect_timeout:float=5.0,   # Seconds to wait for a connection
-                 source:str='default'):       # Where the host setting came from, for error messages
+                 source:str='default',        # Where the host setting came from, for error messages
+                 shared:bool=False):          # Others use this server: never unload a model this client did not load
         self.url, self.timeout, self.connect_timeout, self.source = ollama_url(host), timeout, connect_timeout, source
-        self.session = requests.Session()
+        self.session, self.shared, self.fix = requests.Session(), shared, ''   # fix: where the host is set, for messages
         self._info, self._digests = {}, {}   # /api/show answers by digest (else name); digests by name
+        self.mine, self._asked = set(), set()   # tags this client loaded; tags it has asked for (on a shared server)
+
+    @property
+    def api_key(self)->str|None: return self.session.headers.get('Authorization', '')[len('Bearer '):] or None
+
+    @api_key.setter
+    def api_key(self, key):
+        "Send `key` as a Bearer token (an Ollama behind an authenticating proxy); None sends none."
+        if key: self.session.headers['Authorization'] = f'Bearer {key}'
+        else: self.session.headers.pop('Authorization', None)
+
+    def __repr__(self): return f'OllamaClient({self.where!r})'   # never the key
 
     @property
     def where(self)->str: return public_url(self.url)
@@ -89,8 +115,8 @@ class OllamaClient:
                                             'reply.', host=self.where, model=model)
             return OllamaUnreachable(
                 f'Ollama is not reachable at {self.where} (host from {self.source}). Start it with `ollama serve` '
-                '(or open the Ollama app), or point boopiter elsewhere: OLLAMA_HOST, `host = ...` in settings.ini, '
-                'or `%%prompt -m` another model.', host=self.where)
+                '(or open the Ollama app), or point boopiter elsewhere: ' + (f'{self.fix}, ' if self.fix else
+                'OLLAMA_HOST, `host = ...` in settings.ini, ') + 'or `%%prompt -m` another model.', host=self.where)
         if isinstance(e, requests.ReadTimeout):
             return OllamaError(f'Ollama at {self.where} did not answer within {self._answer_timeout:g} s.', host=self.where)
         if isinstance(e, requests.Timeout):
@@ -101,10 +127,11 @@ class OllamaClient:
     @property
     def _answer_timeout(self): return min(self.timeout, 30)   # listing and model info are quick, or something is wrong
 
-    def _get(self, path, **kw):
+    def _get(self, path, read:float=None, **kw):
+        "A short request's JSON answer, waiting `read` seconds for it (default `_answer_timeout`)."
         with self._errors():
             r = self.session.request('POST' if 'json' in kw else 'GET', self.url + path,
-                                     timeout=(self.connect_timeout, self._answer_timeout), **kw)
+                                     timeout=(self.connect_timeout, read or self._answer_timeout), **kw)
             if r.status_code != 200: raise self._http_error(r, kw.get('json', {}).get('model'))
             try: return r.json()
             except ValueError: raise OllamaError(f'{self.where} answered {path} with something that is not JSON: is it '
@@ -175,8 +202,37 @@ class OllamaClient:
         return [m.get('model') or m.get('name') for m in self._get('/api/ps').get('models', [])]
 
     def unload(self, name:str):
-        "Free `name`'s memory now: `/api/generate` with `keep_alive: 0` (works where the `ollama` CLI is not installed)."
+        """Free `name`'s memory now: `/api/generate` with `keep_alive: 0` (works where the `ollama` CLI is not installed).
+        On a shared server, only a model this client loaded: ModelError for another's."""
+        if self.shared and ollama_tag(name) not in self.mine:
+            raise ModelError(f'{name} stays loaded: Ollama at {self.where} is shared, and this kernel did not load it '
+                             '(another kernel may be using it).', host=self.where, model=name)
         self._get('/api/generate', json=dict(model=ollama_name(name), keep_alive=0))
+
+    def load(self,
+             name:str,            # An Ollama name or `ollama_chat/NAME`
+             keep_alive=None,     # Ollama's `keep_alive` (see `keep_alive_value`); None: the server's default
+             num_ctx:int=None):   # The context window its prompts will ask for (another one would load it again)
+        "Load `name` into memory without generating (`/api/generate` with no prompt), waiting up to `timeout` for it."
+        body = dict(model=ollama_name(name))
+        if keep_alive is not None: body['keep_alive'] = keep_alive
+        if num_ctx: body['options'] = dict(num_ctx=num_ctx)
+        self._note_use(name)
+        self._get('/api/generate', read=self.timeout, json=body)
+
+    def forget(self, names):
+        "Forget that this client loaded `names` (they were unloaded): whoever asks for one next loads it, maybe this client."
+        tags = set(map(ollama_tag, names))
+        self.mine -= tags
+        self._asked -= tags
+
+    def _note_use(self, name):
+        "On a shared server, before first asking for `name`: if it is not in memory, this client is what loads it."
+        if not self.shared or (tag := ollama_tag(name)) in self._asked: return
+        self._asked.add(tag)
+        try: loaded = {ollama_tag(n) for n in self.loaded() if n}
+        except OllamaError: return   # not known: counted as someone else's, which is never unloaded
+        if tag not in loaded: self.mine.add(tag)
 
     def chat(self,
              model:str,                # Ollama name or `ollama_chat/NAME`
@@ -188,9 +244,11 @@ class OllamaClient:
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
         seconds without a token."""
         name = ollama_name(model)
+        self._note_use(name)
         body = dict(model=name, messages=[_ollama_msg(m) for m in messages], stream=True)
         opts = {k: v for k,v in dict(num_ctx=num_ctx, num_predict=max_tokens).items() if v}
         if opts: body['options'] = opts
+        if keep_alive == 0 and self.shared and ollama_tag(name) not in self.mine: keep_alive = None   # others' model
         if keep_alive is not None: body['keep_alive'] = keep_alive
         if think is not None: body['think'] = think
         watch = StallWatch(self.timeout)
@@ -222,7 +280,8 @@ class OllamaClient:
                         done = True
                         yield 'done', dict(finish_reason=_num(d.get('done_reason'), str),
                                            prompt_tokens=_num(d.get('prompt_eval_count')),
-                                           completion_tokens=_num(d.get('eval_count')), tool_calls=tool_calls or None)
+                                           completion_tokens=_num(d.get('eval_count')), tool_calls=tool_calls or None,
+                                           **_cache_numbers(d))
         if not done:
             raise ReplyBroken(f'The stream from Ollama at {self.where} ended before the reply was done.',
                               host=self.where, model=name)
@@ -252,20 +311,27 @@ def unload_ollama_model(
     with _client(client) as c:
         try: c.unload(name)
         except OllamaModelNotFound: warn(f'Could not unload {name}: Ollama at {c.where} does not have it.')
-        except OllamaError as e: warn(f'Could not unload {name}: {e}')
+        except ModelError as e: warn(f'Could not unload {name}: {e}')
         else: return True
     return False
 
 
 def sync_ollama_loaded(
-    keep,                       # Model ids to keep: bare names or `ollama_chat/` ids; None and non-Ollama ids are ignored
+    keep,                       # Model ids to keep: Ollama names or ids, `@NAME/MODEL` (MODEL kept, whichever server NAME is)
     client:OllamaClient=None,   # Default: a client for `OLLAMA_HOST`
     warn=_warn,                 # Called with the message of each unload that fails
 )->list:                        # The names unloaded
-    "Unload every model Ollama holds in memory except those in `keep`: one `/api/ps` when there is nothing to do."
-    keep = {ollama_tag(m) for m in keep or () if m and is_ollama_id(m)}
+    """Unload every model Ollama holds in memory except those in `keep`: one `/api/ps` when there is nothing to do. On a
+    shared server (`client.shared`), only the models this client loaded itself (`client.mine`): others' are theirs."""
+    ids = [m for m in keep or () if m]
+    keep = {ollama_tag(m) for m in ids if is_ollama_id(m)} | {ollama_tag(p[1]) for p in map(split_endpoint, ids) if p}
     with _client(client) as c:
-        return [n for n in ollama_loaded(c) if ollama_tag(n) not in keep and unload_ollama_model(n, c, warn)]
+        mine = c.mine if c.shared else None
+        if mine is not None and not mine - keep: return []   # nothing of ours to unload: not even a request
+        gone = [n for n in ollama_loaded(c) if ollama_tag(n) not in keep and (mine is None or ollama_tag(n) in mine)
+                and unload_ollama_model(n, c, warn)]
+        if mine is not None: c.forget(gone)
+        return gone
 
 
 class MemoryTidier:

@@ -3,8 +3,8 @@
     client = OpenAIClient('http://127.0.0.1:8080/v1', api_key='none', timeout=120)
     for kind, val in client.chat('smollm2-135m', [mk_msg('hi')], max_tokens=64): ...
 
-It answers the embedded model (llama.cpp's server) and `openai/NAME` on an `api_base` (llama.cpp, vLLM, LM Studio,
-Ollama's `/v1`), reading the event stream directly as `ollama.py` reads Ollama's, so litellm (seconds to import,
+It answers the embedded model (llama.cpp's server), `openai/NAME` on an `api_base` and `@NAME/MODEL` on a named
+OpenAI-compatible endpoint (llama.cpp, vLLM, LM Studio, Ollama's `/v1`, a LiteLLM gateway), reading the event stream directly as `ollama.py` reads Ollama's, so litellm (seconds to import,
 ~0.1 ms a chunk) is left to cloud ids. It yields the events every client yields (`stream.py`), translates `requests`
 failures into boopiter errors here, once, and sends the key only in the `Authorization` header: never in a message,
 a log or its `repr`.
@@ -82,7 +82,7 @@ class OpenAIClient:
                  connect_timeout:float=5.0,  # Seconds to wait for a connection
                  where:str=None):            # How to name the server in messages; default `base` without credentials
         self.base, self.api_key, self.timeout, self.connect_timeout = base.rstrip('/'), api_key, timeout, connect_timeout
-        self.where = where or public_url(self.base)
+        self.where, self.fix = where or public_url(self.base), ''   # fix: where the URL is set, for messages
         self.session = requests.Session()
 
     def __repr__(self): return f'OpenAIClient({self.where!r})'   # never the key
@@ -103,8 +103,8 @@ class OpenAIClient:
                                             model=model) from e
             if isinstance(e, requests.ConnectionError):
                 raise Unreachable(f'Nothing answers at {self.where}' + (f' for {model}' if model else '') +
-                                  f' ({_why(e)}). Check that the server is running and that `api_base` (settings.ini, '
-                                  'or `%config BoopMagics.api_base`) points at it.', model=model) from e
+                                  f' ({_why(e)}). Check that the server is running and ' + (self.fix or 'that `api_base` '
+                                  '(settings.ini, or `%config BoopMagics.api_base`) points at it') + '.', model=model) from e
             raise ModelError(f'Talking to {self.where} failed: {_why(e)}', model=model) from e
 
     def _http_error(self, r, model=None):

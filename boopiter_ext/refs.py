@@ -2,7 +2,7 @@
 this prompt only.
 
     refs = prompt_refs('Why is $`df` empty after &`clean`?', ip.user_ns)
-    refs.text    # the values, each bounded ("`df`: DataFrame, shape (0, 3) ..."), to follow the question
+    refs.text    # the values, each bounded ("`df`: DataFrame, shape (0, 3) ..."), and the functions, to follow the question
     refs.tools   # {'clean': clean}
     refs.notes   # what was not sent, and why ("`api_key` is named like a secret: not sent")
 
@@ -73,5 +73,10 @@ def prompt_refs(
         why = 'no function of that name in the kernel' if fn is None else unofferable(fn)
         if why: refs.notes.append(f'&`{name}`: not offered ({why})')
         else: refs.tools[name] = _mark(fn)
-    if shown: refs.text = 'The variables the question names, as they are now:\n\n' + '\n\n'.join(map(fenced, shown))
+    parts = ['The variables the question names, as they are now:\n\n' + '\n\n'.join(map(fenced, shown))] if shown else []
+    if refs.tools:   # described here, with the question, not in the system prompt: the next request extends this one
+        from .tools import CALL_CONVENTION, tool_signature
+        parts.append('For this question you may also call these Python functions, already defined in the user\'s kernel. '
+                     f'{CALL_CONVENTION}\n\n' + fenced('\n\n'.join(map(tool_signature, refs.tools.values())), 'python'))
+    refs.text = '\n\n'.join(parts)
     return refs

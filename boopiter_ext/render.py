@@ -18,7 +18,7 @@ close. Tool calls and their output are untrusted too, and are shown only inside 
 
 __all__ = ['reply_markdown', 'reply_plain', 'reply_metadata', 'reply_data', 'reply_bundle', 'safe_answer',
            'details_html', 'detail_rows', 'reasoning_label', 'round_bundle', 'loop_bundle', 'preview_bundle',
-           'summary_line', 'MIME_KEY', 'REPLY_MIME']
+           'summary_line', 'kept_line', 'MIME_KEY', 'REPLY_MIME']
 
 from html import escape
 from textwrap import indent
@@ -110,7 +110,7 @@ def detail_rows(
     "What the collapsed details block lists, as plain lines (the frontend shows them; `details_html` makes HTML)."
     route, info = route or {}, reply.info
     answered = f'{info["answered_by"]} (dead drop)' if info.get('answered_by') else reply.model
-    rows = [REUSED] if route.get('reused') else []
+    rows = [REUSED] if route.get('reused') else [kept_line(reply, route)] if route.get('kept') else []
     rows += [f'Model: {answered}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
              + _picked_by(route),
              *[f'{label}: {info[k]}' for k,label in (('session', 'Session'), ('prompt_id', 'Prompt id')) if info.get(k)],
@@ -130,7 +130,7 @@ def detail_rows(
 def details_html(reply, route:dict=None, ledger:dict=None)->str:
     "The collapsed details block (`detail_rows` and the context ledger), as HTML that holds nothing but escaped text."
     items = ''.join(f'<li>{_h(r)}</li>' for r in detail_rows(reply, route, ledger)) + _ledger_html(ledger)
-    reused = 'reused · ' if (route or {}).get('reused') else ''
+    reused = 'reused · ' if (route or {}).get('reused') else 'kept · ' if (route or {}).get('kept') else ''
     return (f'<details><summary>Reply details · {reused}{_h(summary_line(reply))}</summary>\n'
             f'<ul>{items}</ul>\n</details>')
 
@@ -161,7 +161,8 @@ def reply_markdown(
     answer:str=None,     # The answer made safe already (`safe_answer`); None: made here
 )->str:
     "The whole reply as Markdown: reasoning section, safe answer, details."
-    out = [f'*⚠ {inline_text(ledger["warning"])}*\n\n'] if ledger and ledger.get('warning') else []
+    out = [f'*↺ {inline_text(kept_line(reply, route))}*\n\n'] if (route or {}).get('kept') else []
+    if ledger and ledger.get('warning'): out.append(f'*⚠ {inline_text(ledger["warning"])}*\n\n')
     if (reasoning := reply.reasoning.strip()): out.append(_reasoning_html(reply, reasoning))
     out.append(safe_answer(reply) if answer is None else answer)
     if reply.status == 'done' and reasoning and not reply.answer.strip():
@@ -192,8 +193,10 @@ def reply_data(
              details=[] if reply.status == 'streaming' else
                      detail_rows(reply, route, ledger) + ([_ledger_head(ledger), *[f'  {i}' for i in _ledger_items(ledger)]]
                                                           if ledger and 'window' in ledger else []))
-    extra = dict(finish_reason=reply.info.get('finish_reason'), note=reply.note, warning=(ledger or {}).get('warning'),
-                 cell_id=route.get('cell_id'))
+    kept = kept_line(reply, route) if route.get('kept') else ''   # also in `note`, which every frontend shows
+    extra = dict(finish_reason=reply.info.get('finish_reason'), note='; '.join(filter(None, [kept, reply.note])),
+                 warning=(ledger or {}).get('warning'), cell_id=route.get('cell_id'), kept=route.get('kept'),
+                 ran_blocks=reply.info.get('ran_blocks'))   # the tool loop's: the frontend offers them no Run
     return {**d, **{k: v for k,v in extra.items() if v}}
 
 
@@ -219,6 +222,7 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
               digest=route.get('digest'), model_info=route.get('model_info') or None,
               reasoning=reply.status != 'streaming' and reply.reasoning or None,   # for a reused reply to be drawn again
               note=reply.note or None, reused=route.get('reused'),
+              kept=route.get('kept'),   # a saved reply kept: the model that would have answered now, and was not asked
               tool_calls=info.get('tool_calls') or None,
               reasoning_s=None if reply.reasoning_s is None else round(reply.reasoning_s, 3))
     if (images := [r['size'] for r in (ledger or {}).get('image_records', []) if r['status'] == 'sent']): md['images'] = images
@@ -245,6 +249,12 @@ def reply_bundle(
 
 REUSED = ('Reused: the saved reply to this same conversation (same model, options and context), so no model was '
           'asked; `%%prompt --fresh` asks again')   # a cassette's replies are not marked: replayed must equal recorded
+
+
+def kept_line(reply, route:dict)->str:
+    "The mark of a kept reply: which model wrote it, which one answers now, and how to ask again."
+    return (f'Kept: answered by {reply.model}; this notebook now answers with {route["kept"]}; ask again with '
+            "`%%prompt --fresh` (or the menu's reuse switch)")
 
 
 _STEP_MARK = {'ok': '✓', 'flagged': '⚠'}

@@ -9,6 +9,10 @@ traceback frames, the kernel's process id in traceback paths, and memory address
 - **Reply cache.** Each reply's output carries its digest in its metadata (`boopiter.digest`), so it
   travels with the notebook. Before asking, `find_saved_reply` looks through the replies this kernel
   showed and those saved in the notebook file; `DiskCache` is an optional folder of replies as well.
+- **Kept replies.** When the model that would answer is not the one that wrote a prompt cell's saved reply (the
+  automatic choice or the binding changed), that reply is kept, not replaced, if only the model differs:
+  `find_kept_reply` recomputes the digest with the saved reply's own model, effort and context window over the
+  messages about to be sent, and keeps it on a match. A changed question or context above asks again.
 - **Cassettes.** `Cassette` is a JSON file next to the notebook (`analysis.cassette.json`): each model
   turn recorded with its digest, reply text, reasoning, counts and timings, and what each model said of
   itself. Replaying serves every request from it, through the real loop, tools and guards; a request
@@ -28,9 +32,9 @@ The cassette format, version 1 (keys in this order; turns in the order they were
                 "recorded_at": "2026-11-30T10:00:00Z"}]}
 """
 
-__all__ = ['request_digest', 'find_saved_reply', 'saved_model_info', 'saved_snapshot', 'saved_auto_model', 'clean_snapshot',
-           'clean_model_info', 'DiskCache', 'Cassette', 'cassette_path', 'CASSETTE_FORMAT', 'CASSETTE_VERSION',
-           'MAX_CONTEXT_LENGTH']
+__all__ = ['request_digest', 'find_saved_reply', 'find_kept_reply', 'saved_model_info', 'saved_snapshot', 'saved_auto_model',
+           'clean_snapshot', 'clean_model_info', 'DiskCache', 'Cassette', 'cassette_path', 'CASSETTE_FORMAT',
+           'CASSETTE_VERSION', 'MAX_CONTEXT_LENGTH']
 
 import hashlib, json, os, re, tempfile, time
 from collections import OrderedDict
@@ -38,7 +42,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from .errors import CassetteDrift
 from .notebook import clean_output, json_value, load_json
-from .settings import check_setting, refusal
+from .settings import THINK_LEVELS, check_setting, refusal
 from .stream import STATUS_NOTES
 
 CASSETTE_FORMAT, CASSETTE_VERSION = 'boopiter-cassette', 1
@@ -119,6 +123,37 @@ def find_saved_reply(
     return None
 
 
+def _saved_options(md)->dict|None:
+    "The effort and context window a saved reply was asked with (its metadata), if they are well formed."
+    effort, ctx = md.get('effort'), md.get('context')
+    window = ctx.get('window') if isinstance(ctx, dict) else None
+    if effort is not None and effort not in THINK_LEVELS: return None
+    if window is not None and not _number(MAX_CONTEXT_LENGTH, int, lo=1)(window): return None
+    return dict(think=effort, num_ctx=window)
+
+
+def find_kept_reply(
+    model:str,           # The model that would answer now
+    messages:list,       # The messages about to be sent
+    options:dict,        # The options about to be sent (their `max_tokens`; effort and window are the reply's own)
+    cells:list,          # `context.Cell`s whose replies may be kept, the likeliest first (the asking cell's own)
+)->tuple|None:           # (output, digest): the finished reply and its digest; texts joined
+    """A finished reply among `cells`' outputs from a model other than `model` to exactly these messages: its digest
+    equals `request_digest` recomputed with its own model, effort and context window. Each (model, effort, window)
+    is hashed once."""
+    digests = {}
+    for c in cells:
+        for o, md in reversed(list(_reply_outputs([c]))):
+            if md.get('status') != 'done' or not isinstance(o.get('data'), dict) or md.get('model') == model: continue
+            if not check_setting('model', md.get('model')) or (opts := _saved_options(md)) is None: continue
+            key = md['model'], opts['think'], opts['num_ctx']
+            if key not in digests:
+                if len(digests) >= 16: return None   # bounded work, whatever a notebook holds
+                digests[key] = request_digest(md['model'], messages, {**options, **opts})
+            if md.get('digest') == digests[key]: return _joined(o), digests[key]
+    return None
+
+
 def _joined(o):
     "An output with its multi-line texts joined (nbformat saves them as lists of lines)."
     return {**o, 'data': {k: ''.join(s for s in v if isinstance(s, str)) if isinstance(v, list) else v
@@ -133,7 +168,9 @@ _SNAPSHOT = dict(  # key: check
     info=lambda v: isinstance(v, dict), chunks=_COUNT, reasoning_chunks=_COUNT, unclosed=lambda v: isinstance(v, bool),
     ttft=_SECONDS, reasoning_s=_SECONDS, tokens_per_s=_number(10**9, int, float))
 _INFO = dict(finish_reason=lambda v: isinstance(v, str) and len(v) <= 100, prompt_tokens=_COUNT, completion_tokens=_COUNT,
-             reasoning_tokens=_COUNT,   # native tool calls: lenient mode turns them into Python calls that pass the guards
+             reasoning_tokens=_COUNT, cached_tokens=_COUNT, evaluated_tokens=_COUNT,
+             prompt_ms=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e9,
+             # native tool calls: lenient mode turns them into Python calls that pass the guards
              tool_calls=lambda v: isinstance(v, list) and all(isinstance(c, dict) for c in v))
 
 

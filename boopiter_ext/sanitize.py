@@ -7,7 +7,8 @@ model's text is never passed on as written, and never patched line by line. `saf
 
 - every run of text escaped, so no parser can read a tag, an entity, a link, a block or math into it; the few
   characters that any parser might take for a line break (`\v`, `\f`, `\x1c`-`\x1e`, NEL, U+2028, U+2029) and
-  other control characters are replaced first, so all parsers agree on where lines are;
+  other control characters (and lone surrogates, which no UTF-8 writer encodes) are replaced first, so all
+  parsers agree on where lines are;
 - code spans and fences re-fenced longer than any backtick run inside them, with a plain language tag;
 - links and images written anew with vetted destinations: http(s), mailto and paths for links; local paths for
   images (a remote image becomes a link, never a fetch that could leak the context in its URL); others are text;
@@ -26,14 +27,14 @@ an element, attribute or URL that the allow-list does not name.
 
 __all__ = ['safe_markdown', 'SafeStream', 'fence', 'inline_text', 'vet_url', 'normalize']
 
-import gc, logging, re
+import gc, html, logging, re
 from contextlib import contextmanager
 from html.parser import HTMLParser
 
 log = logging.getLogger('boopiter_ext')
 
 _BREAKS = re.compile('[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]')   # line breaks to Python or JavaScript, not to CommonMark
-_CONTROLS = re.compile('[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]')
+_CONTROLS = re.compile('[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\ud800-\udfff]')   # and lone surrogates: nothing encodes them
 _NEWLINES = re.compile(r'\r\n?|\n')
 _ESCAPE = re.compile(r'[\\`*_\[\]<>&~|$]')      # everything that can start inline syntax, HTML, entities or math
 # as entities, not `\<` or `\[`: a renderer's autolink can swallow a backslash, and marked unescapes brackets in a
@@ -44,13 +45,14 @@ _URL = re.compile(r'(?:https?://|www\.)[^\s<>"\'`\\\[\]{}|^\x00-\x20\x7f-\x9f\u2
                   r'\ufeff\ufffd]+', re.I)   # what GFM renderers link by themselves, without invisible characters
 _SCHEME = re.compile(r'^([A-Za-z][A-Za-z0-9+.-]*):')
 _LANG = re.compile(r'[\w+#.-]{1,40}')
+LAYOUT_BUDGET = 100_000   # lines the block quotes of one parse may scan, in all (see `_metered`)
 _MATHY = re.compile(r'[\\^_=+*/<>|]|\d')        # `\[Enter\]` and `- \[ \] todo` are prose, not math
 _C0 = ''.join(map(chr, range(0x21)))
 _md = _check_md = None
 
 
 def normalize(text:str)->str:
-    "`text` with `\\n` line ends only, no control characters, and no characters some parser takes for a line break."
+    "`text` with `\\n` line ends only, no control character or lone surrogate, and nothing a parser takes for a line break."
     return _CONTROLS.sub('\ufffd', _BREAKS.sub(' ', _NEWLINES.sub('\n', text)))
 
 
@@ -90,15 +92,44 @@ def _math_rule(state, silent):
     return True
 
 
+class _TooCostly(Exception):
+    "Laying the text out would take the parser quadratic time: its block quotes rescan the same lines again and again."
+
+
+def _metered(rule, budget):
+    """markdown-it's block-quote rule with a meter. Each block quote it opens scans ahead to the next blank line (lazy
+    lines included) before laying out what it holds, so `'> # h\nx\n' * n` costs n² line scans: 14 KB of it take
+    seconds. Each quote opened adds the lines up to that blank line to the parse's count; past `budget`, `_TooCostly`."""
+    def blockquote(state, start, end, silent):
+        if not silent:
+            if not hasattr(state, 'boop_blank'):   # per parse: the next blank line at or after each line
+                nxt, state.boop_scanned, state.boop_blank = state.lineMax, 0, [0] * (state.lineMax + 1)
+                for i in range(state.lineMax - 1, -1, -1):
+                    if state.bMarks[i] + state.tShift[i] >= state.eMarks[i]: nxt = i
+                    state.boop_blank[i] = nxt
+                state.boop_blank[state.lineMax] = state.lineMax
+            state.boop_scanned += min(state.boop_blank[start], end) - start
+            if state.boop_scanned > budget: raise _TooCostly
+        return rule(state, start, end, silent)
+    return blockquote
+
+
 def _parser():
     "The CommonMark parser (markdown-it-py, imported on first use) that reads model text, math included."
     global _md
-    if _md is None:
-        from markdown_it import MarkdownIt
-        _md = MarkdownIt('commonmark', {'html': True, 'maxNesting': 64}).enable(['table', 'strikethrough'])
-        _md.inline.ruler.before('escape', 'math', _math_rule)
-        _md.validateLink = lambda url: True   # every destination reaches `vet_url`, which decides
+    if _md is None: _md = _markdown_it({'html': True, 'maxNesting': 64}, math=True)
     return _md
+
+
+def _markdown_it(options, math=False):
+    "markdown-it-py for CommonMark with GFM tables and strikethrough, its block quotes metered, every link left to us."
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_block import blockquote
+    md = MarkdownIt('commonmark', options).enable(['table', 'strikethrough'])
+    md.block.ruler.at('blockquote', _metered(blockquote, LAYOUT_BUDGET), {'alt': ['paragraph', 'reference', 'blockquote', 'list']})
+    if math: md.inline.ruler.before('escape', 'math', _math_rule)
+    md.validateLink = lambda url: True   # every destination reaches `vet_url` (or nh3), which decides
+    return md
 
 
 # ---- writing Markdown from the tokens
@@ -152,14 +183,22 @@ def vet_url(
     image:bool=False,   # Whether an image would fetch it
 )->str|None:            # The destination, percent-encoded to sit inside `<...>`, or None if it may not be used
     "Allow http(s) and mailto links and relative paths; images only from relative paths (a remote one is a fetch)."
-    u = re.sub(r'[\t\n\r]', '', url).strip(_C0)   # what browsers drop before they read the scheme
-    if not u or '\\' in u or any(c < ' ' or c == '\x7f' for c in u): return None
-    m = _SCHEME.match(u)
-    remote = u.startswith('//') or bool(m)
-    if m and m[1].lower() not in ('http', 'https', 'mailto'): return None
-    if image and remote: return None
+    u = _as_read(url)
+    # and as a browser reads it from an attribute: marked leaves `j&#x61vascript:` in an href, and a browser decodes
+    # `&#x61` even without its `;` (which CommonMark needs, so the parser left it)
+    if not (_allowed(u, image) and _allowed(_as_read(html.unescape(u)), image)): return None
     # `&` escaped: a parser decodes entities in destinations, so `&#x6A;avascript:` would become a scheme
     return re.sub(r'[ <>]', lambda c: f'%{ord(c[0]):02X}', u).replace('&', '\\&')
+
+
+def _as_read(url): return re.sub(r'[\t\n\r]', '', url).strip(_C0)   # what browsers drop before they read the scheme
+
+
+def _allowed(u, image)->bool:
+    if not u or '\\' in u or any(c < ' ' or c == '\x7f' for c in u): return False
+    m = _SCHEME.match(u)
+    if m and m[1].lower() not in ('http', 'https', 'mailto'): return False
+    return not (image and (u.startswith('//') or m))
 
 
 class _Writer:
@@ -303,12 +342,8 @@ def _render_check(md_text)->bool:
     "Whether `md_text` renders (CommonMark, raw HTML allowed) to HTML that nh3's allow-list leaves exactly as it is."
     global _check_md
     import nh3
-    if _check_md is None:
-        from markdown_it import MarkdownIt
-        # nesting deeper than the reading parser's: nothing of what was kept can hide from the check
-        _check_md = MarkdownIt('commonmark', {'html': True, 'maxNesting': 128, 'xhtmlOut': False})
-        _check_md.enable(['table', 'strikethrough'])
-        _check_md.validateLink = lambda url: True   # render every destination: nh3 decides
+    if _check_md is None:   # nesting deeper than the reading parser's: nothing of what was kept can hide from the check
+        _check_md = _markdown_it({'html': True, 'maxNesting': 128, 'xhtmlOut': False})
     html = _check_md.render(md_text)
     clean = nh3.clean(html, tags=_TAGS, attributes=_ATTRS, url_schemes={'http', 'https', 'mailto'}, link_rel=None,
                       strip_comments=True, filter_style_properties={'text-align'}, attribute_filter=_no_fetch)
@@ -366,18 +401,27 @@ def safe_markdown(
 )->str:              # Markdown that renders to nothing but allow-listed HTML, in any CommonMark or GFM renderer
     "Rebuild untrusted Markdown from its tokens, escaped and vetted; nh3 checks the result, else less of it is kept."
     text, env = normalize(text), {}
-    return '\n\n'.join(p for piece, before in _pieces(text, env, size) if (p := _safe_piece(piece, env, before or prev)))
+    try: return '\n\n'.join(p for piece, before in _pieces(text, env, size) if (p := _safe_piece(piece, env, before or prev)))
+    except _TooCostly:
+        log.warning('boopiter_ext: a reply whose layout would take quadratic time (block quotes over %s lines) is shown '
+                    'as plain text', f'{LAYOUT_BUDGET:,}')
+        return fence(text)
 
 
 class SafeStream:
     """`safe_markdown` of a text that only grows (a streaming reply): the blocks before the last one no longer
     change, so each is rebuilt and checked once and kept; each call rebuilds only the last block. A link
     reference defined after its use resolves in the final, whole-text `safe_markdown`."""
-    def __init__(self): self.done, self.kept, self.prev = 0, [], None   # done: characters of the text kept
+    def __init__(self): self.done, self.kept, self.prev, self.plain = 0, [], None, False   # done: characters kept
 
     def __call__(self, text:str)->str:
         tail = text[self.done:]
-        with _no_gc(): blocks = _blocks(normalize(tail), {})
+        try:
+            if self.plain: raise _TooCostly
+            with _no_gc(): blocks = _blocks(normalize(tail), {})
+        except _TooCostly:   # from here on, the rest is plain text: the next update would cost as much again
+            self.plain = True
+            return '\n\n'.join(self.kept + [fence(normalize(tail))])
         if len(blocks) > 1:   # everything before the last block's first line is settled
             cut = [m.end() for m in _NEWLINES.finditer(tail)][blocks[-1][0] - 1]
             if (part := safe_markdown(tail[:cut], self.prev)): self.kept.append(part)

@@ -269,7 +269,7 @@ class TaskRow:
 def _calls(code)->list:
     "(name, source) of each plain-name call in `code`, in order, except names the code defines or imports itself."
     try: tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError): return []
+    except (SyntaxError, ValueError, MemoryError, RecursionError): return []
     own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     own |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     own |= {(a.asname or a.name).split('.')[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
@@ -318,7 +318,7 @@ def _row(model, task, tools, res, replies, seconds, tickets)->TaskRow:
 def _run_task(model, task, tset, chat, system, tickets, confirm, **kw)->TaskRow:
     "Ask `model` one task through the guarded loop, timed, with fresh messages and an empty namespace."
     tools = tset.toolbox(tickets)
-    msgs = [mk_msg('\n\n'.join(p for p in (system, tools_system_prompt(list(tools.values()), auto=True)) if p), 'system'),
+    msgs = [mk_msg('\n\n'.join(p for p in (system, tools_system_prompt(list(tools.values()))) if p), 'system'),
             mk_msg(task.question)]
     def ours(name, args): return getattr(tools.get(name), '__module__', None) == __name__   # only the in-memory desk
     replies, n0, t0 = [], len(tickets), monotonic()

@@ -6,14 +6,33 @@ Precedence, highest first (`load_settings`):
 2. the notebook's binding: what was picked in the brain menu (`%boop`) or with `%boop model NAME`, saved in
    the notebook's outputs (`binding.py`);
 3. `%config BoopMagics.timeout = 90` run in this kernel after loading;
-4. the project's `settings.ini`: the nearest one with a `[boopiter]` section, walking up from the notebook's folder;
+4. the project's `settings.ini`: the nearest one with a `[boopiter]` (or an endpoint's) section, walking up from the
+   notebook's folder;
 5. the user's `~/.config/boopiter/settings.ini` (`$XDG_CONFIG_HOME` is honoured);
 6. kernel configuration present at load: `c.BoopMagics.model = 'qwen3'` in `ipython_config.py`;
-7. the environment: `OLLAMA_HOST` for `host` (`BOOPITER_CASSETTE` for `cassette` ranks right after `%config`: a CI
+7. the system-wide file an administrator writes for everyone (`system_ini`): `$BOOPITER_SYSTEM_SETTINGS` when set,
+   else the first of `/etc/boopiter/settings.ini` and `{sys.prefix}/etc/boopiter/settings.ini` that exists;
+8. the environment: `OLLAMA_HOST` for `host` (`BOOPITER_CASSETTE` for `cassette` ranks right after `%config`: a CI
    run's choice beats settings files);
-8. the built-in default.
+9. the built-in default.
 
-So a project's file beats a user's machine-wide defaults, and what you type in the notebook beats both.
+So a project's file beats a user's machine-wide defaults, which beat the site's, and what you type in the notebook
+beats them all. The site's file may set whatever your own may (a key variable, `web_allow`, the dead-drop folder).
+
+Named endpoints (model servers) are sections of the same files, one per server (`read_endpoints`):
+
+    [boopiter.endpoint.gpu1]
+    kind = ollama
+    url = http://gpu1.lab:11434
+    api_key_env = LAB_KEY
+    shared = on
+
+`kind` is `ollama` or `openai` (an OpenAI-compatible server: llama.cpp's, vLLM, LM Studio, a LiteLLM gateway; its
+`url` usually ends in /v1); `api_key_env` (optional) names the variable whose value is sent as its key; `shared`
+(optional) says others use it too, so a kernel never unloads a model there that it did not load. Their models are
+`@gpu1/NAME` (`routes.endpoint_id`). A name is defined whole by the highest file that declares it
+(project, then user, then system): sections are not merged, so a colleague's own file can map `gpu1` to their
+server. An endpoint from the system file is shared unless it says `shared = off`.
 
 Every value is checked against its key's rule in `RULES` where it is read (a settings file, `%config`,
 `c.BoopMagics`, the environment, the notebook's binding): a value that breaks it is ignored with one
@@ -27,20 +46,24 @@ are the magic's to check.
 API keys are never read from a settings file or a notebook: they come from the environment only
 (`OPENAI_API_KEY`, ...), so no secret can land in a saved `.ipynb` or a committed `settings.ini`. A
 custom `api_base` gets a key only from the variable `api_key_env` names, and only your own settings may
-name it (a project's settings.ini may not).
+name it (a project's settings.ini may not); likewise a project's endpoint section may not name a key variable, so no
+key of yours is sent to a server a cloned repository declared.
 """
 
 __all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'RULES', 'MAX_CONTEXT', 'Settings', 'check_setting',
            'refusal', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini', 'user_ini', 'ollama_url', 'public_url',
-           'short_source', 'declared_models']
+           'short_source', 'declared_models', 'Endpoint', 'ENDPOINT_KINDS', 'ENDPOINT_NAME', 'MAX_ENDPOINTS', 'read_endpoints',
+           'system_ini']
 
-import configparser, os, re
+import configparser, os, re, sys
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 SETTINGS = dict(  # key: (type, default, help)
     model=(str, '', "Model id: an Ollama name, `ollama_chat/NAME`, `local/smollm2-135m` or any litellm id. "
-                    "Empty: the first model Ollama lists, else the embedded local model."),
+                    "Empty: Ollama's best chat model for a quick first answer (README, Choosing the model), else the "
+                    "embedded local model."),
     reasoning_model=(str, '', "The thinking-capable model that answers while `reasoning` is on."),
     reasoning=(bool, False, "Whether `reasoning_model` answers instead of `model` (the brain toggle)."),
     host=(str, '', "Ollama server, e.g. `127.0.0.1:11434`. Empty: `OLLAMA_HOST`, else http://127.0.0.1:11434."),
@@ -197,14 +220,16 @@ def refusal(
 class Settings(dict):
     """Resolved settings: a dict of values; `source[key]` names the layer each value came from; `warnings` lists
     problems; `notes` says the same with files named short (fit for a prompt's output, which is saved);
-    `project` is the project settings.ini used, if any; `screened` says what of a saved binding was ignored."""
+    `project` and `system` are the project and system settings files used, if any; `endpoints` the named model
+    servers by name (`Endpoint`); `screened` says what of a saved binding was ignored."""
     def __init__(self, values, source, warnings=()):
         super().__init__(values)
-        self.source, self.warnings, self.project, self.screened = source, list(warnings), None, []
+        self.source, self.warnings, self.project, self.system, self.screened = source, list(warnings), None, None, []
+        self.endpoints = {}
         self.notes = list(self.warnings)
 
 
-_BOOLS = {'true': True, 'on': True, 'yes': True, '1': True, 'false': False, 'off': False, 'no': False, '0': False}
+_BOOLS = configparser.ConfigParser.BOOLEAN_STATES   # on/off, yes/no, true/false, 1/0: as `getboolean` reads them
 
 
 def _convert(key, value):
@@ -237,8 +262,100 @@ def read_ini(
 
 
 def _has_section(path):
-    try: return path.is_file() and re.search(r'(?m)^\s*\[boopiter\]', path.read_text(encoding='utf-8')) is not None
+    "Whether `path` has a `[boopiter]` section, or an endpoint's (`[boopiter.endpoint.NAME]`)."
+    try: text = path.read_text(encoding='utf-8') if path.is_file() else ''
     except (OSError, UnicodeDecodeError): return False
+    return re.search(r'(?m)^\s*\[boopiter(\]|\.endpoint\.)', text) is not None
+
+
+# -- named endpoints: model servers, each a section of a settings file
+ENDPOINT_KINDS = ('ollama', 'openai')
+MAX_ENDPOINTS = 32   # per file: each is listed on its own thread
+ENDPOINT_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]{0,39}', re.A)
+_SECTION = 'boopiter.endpoint.'
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    "A named model server, as a settings file declares it (`[boopiter.endpoint.NAME]`)."
+    name: str              # What model ids call it: `@NAME/MODEL`
+    kind: str              # 'ollama' (Ollama's own API) or 'openai' (an OpenAI-compatible server)
+    url: str               # Ollama: host or URL; openai: base URL, usually ending in /v1
+    api_key_env: str = ''  # The environment variable whose value is sent as its key; '' sends none
+    shared: bool = False   # Others use it too: never unload a model this kernel did not load there
+    where: str = ''        # The file that declared it
+
+    @property
+    def base(self)->str:
+        "The URL requests go to: Ollama's normalised (`ollama_url`), an OpenAI-compatible server's without a final /."
+        return ollama_url(self.url) if self.kind == 'ollama' else self.url.rstrip('/')
+
+
+_ENDPOINT_RULES = dict(  # key: (check, what a valid value is)
+    kind=(lambda v: v in ENDPOINT_KINDS, 'ollama or openai'),
+    api_key_env=RULES['api_key_env'], shared=_BOOL)
+_URL_RULES = dict(ollama=RULES['host'], openai=RULES['api_base'])
+
+
+def _endpoint(name, items, where, shared, yours=True)->tuple:
+    "(Endpoint or None, warnings) from one section's `items`; `shared`: its default; `yours`: it may name a key."
+    at, got, warnings = f'{where} [{_SECTION}{name}]', {}, []
+    for k,v in items:
+        v = v.strip()
+        if k == 'url' or k in _ENDPOINT_RULES:
+            if k == 'shared': v = _BOOLS.get(v.lower(), v)
+            got[k] = v
+        elif _SECRET.search(k): warnings.append(f'{at}: `{k}` ignored: API keys come from the environment only; '
+                                                'name the variable holding it with `api_key_env`')
+        else: warnings.append(f'{at}: unknown key `{_shown(k)}` ignored; known: kind, url, api_key_env, shared')
+    for k in [k for k in ('api_key_env', 'shared') if got.get(k, '') != '']:
+        check, what = _ENDPOINT_RULES[k]
+        if not check(got[k]): warnings.append(refusal(at, k, got.pop(k), what))
+    if got.get('api_key_env') and not yours:
+        warnings.append(f'{at}: `api_key_env` ignored: a project file may not choose which of your variables is sent '
+                        'as a key; declare this endpoint in your own settings to send one')
+        got.pop('api_key_env')
+    kind, url = got.get('kind'), got.get('url', '')
+    if kind not in ENDPOINT_KINDS:
+        said = f'`kind = {_shown(kind)}` is not ollama or openai' if kind else 'no `kind`'
+        return None, warnings + [f'{at}: {said}; the endpoint is ignored (`kind = ollama` or `kind = openai`)']
+    check, what = _URL_RULES[kind]
+    if not (url and check(url)): return None, warnings + [f'{at}: `url = {_shown(url)}` is not {what}; the endpoint is ignored']
+    return Endpoint(name, kind, url, got.get('api_key_env') or '', got.get('shared', shared), where), warnings
+
+
+def read_endpoints(
+    path:Path,           # A settings file
+    shared:bool=False,   # Whether its endpoints are shared unless they say (the system file's are)
+    yours:bool=True,     # Whether they may name a key variable (a project's may not)
+)->tuple:                # (endpoints by name, in file order; warnings)
+    "The named endpoints `path` declares, each checked whole: one with a bad kind or url is ignored, with one line."
+    cp = configparser.ConfigParser(default_section='__none__', interpolation=None)
+    try: cp.read(path, encoding='utf-8')
+    except (configparser.Error, ValueError) as e: return {}, [f'{path}: unreadable ({e.__class__.__name__}); ignored']
+    found, warnings = {}, []
+    for sec in cp.sections():
+        if not sec.startswith(_SECTION): continue
+        name = sec[len(_SECTION):]
+        if not ENDPOINT_NAME.fullmatch(name):
+            warnings.append(f'{path}: section `[{_shown(sec)}]` ignored: an endpoint name is a letter or digit, then at '
+                            'most 39 letters, digits, `-` or `_`')
+        elif len(found) >= MAX_ENDPOINTS:
+            warnings.append(f'{path}: `[{sec}]` ignored: at most {MAX_ENDPOINTS} endpoints a file')
+        else:
+            ep, w = _endpoint(name, cp.items(sec), str(path), shared, yours)
+            warnings += w
+            if ep is not None: found[name] = ep
+    return found, warnings
+
+
+def system_ini(environ=None)->Path|None:
+    """The system-wide settings file: `$BOOPITER_SYSTEM_SETTINGS` when set (whether or not it exists), else the first
+    of `/etc/boopiter/settings.ini` and `{sys.prefix}/etc/boopiter/settings.ini` that exists; None if none does."""
+    environ = os.environ if environ is None else environ
+    if (given := (environ.get('BOOPITER_SYSTEM_SETTINGS') or '').strip()): return Path(given).expanduser()
+    return next((p for p in (Path('/etc/boopiter/settings.ini'), Path(sys.prefix)/'etc'/'boopiter'/'settings.ini')
+                 if p.is_file()), None)
 
 
 def project_ini(
@@ -293,22 +410,37 @@ def load_settings(
 )->Settings:
     "Resolve every setting by the documented precedence, remembering where each value came from."
     environ = os.environ if environ is None else environ
-    proj, user = project_ini(start), user_ini(environ)
+    proj, user, system = project_ini(start), user_ini(environ), system_ini(environ)
     pvals, pwarn = read_ini(proj) if proj else ({}, [])
     for key, how in _YOURS_ONLY.items():
         if key in pvals:
             del pvals[key]
             pwarn.append(f'{proj}: `{key}` ignored: {how.format(user=user)}')
     uvals, uwarn = read_ini(user) if user.is_file() else ({}, [])
+    svals, swarn = read_ini(system) if system and system.is_file() else ({}, [])
     env = {k: (environ.get(k) or '').strip() for k in ('BOOPITER_CASSETTE', 'OLLAMA_HOST')}
     res = resolve_settings(('cell option', cell), ('notebook binding', binding), ('%config', runtime),
                            ('BOOPITER_CASSETTE', dict(cassette=env['BOOPITER_CASSETTE'])),   # a run's own choice
-                           (str(proj), pvals), (str(user), uvals), ('c.BoopMagics', config),
+                           (str(proj), pvals), (str(user), uvals), ('c.BoopMagics', config), (str(system), svals),
                            ('OLLAMA_HOST', dict(host=env['OLLAMA_HOST'])))
-    res.warnings, res.project = pwarn + uwarn + res.warnings, str(proj) if proj else None
+    res.endpoints, ewarn = _all_endpoints(proj, user, system, environ)
+    res.warnings = pwarn + uwarn + swarn + ewarn + res.warnings
+    res.project, res.system = str(proj) if proj else None, str(system) if system else None
     res.notes = [_short_paths(w, {str(user): _tilde(user), **({str(proj): 'settings.ini'} if proj else {})})
                  for w in res.warnings]
     return res
+
+
+def _all_endpoints(proj, user, system, environ)->tuple:
+    """(endpoints by name, warnings): the system file's, then the user's, then the project's; a later file's section
+    replaces an earlier one of the same name whole (its key variable, its `shared` flag and all)."""
+    found, warnings = {}, []
+    for path, shared, yours in ((system, True, True), (user, False, True), (proj, False, False)):
+        if path is None or not path.is_file(): continue
+        eps, w = read_endpoints(path, shared, yours)
+        found.update(eps)
+        warnings += w
+    return found, warnings
 
 
 def _tilde(path)->str:

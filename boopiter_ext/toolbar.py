@@ -113,7 +113,7 @@ class Toolbar:
         entries = listing.entries
         def listed(model): return listing.get(model).id if listing.get(model) else model   # `ollama_chat/x` is x
         model, thinker = listed(s['model']), listed(s['reasoning_model'])
-        models = _unlisted(model, [('default: settings, else the first Ollama model', ''),
+        models = _unlisted(model, [("default: settings, else Ollama's best chat model", ''),
                                    *[(e.label, e.id) for e in entries]])
         thinkers = _unlisted(thinker, [('no reasoning model', ''), *[(e.label, e.id) for e in entries if e.thinking]])
         entry = listing.get(picked_model(s)[0])
@@ -138,7 +138,9 @@ class Toolbar:
 
     def _status_html(self, s, listing):
         a = answering(s, listing)
-        line = f'answering: <b>{escape(a["model"] or "none available")}</b> ({escape(a["why"])})'
+        auto, why = a['auto'] and a['model'] and a['why'].startswith('auto: '), a['why']
+        if auto: why = why.removeprefix('auto: ')
+        line = f'answering: {"auto → " if auto else ""}<b>{escape(a["model"] or "none available")}</b> ({escape(why)})'
         if a.get('context_length'): line += f' · {a["context_length"]:,}-token context'
         if a.get('size'): line += f' · {human_size(a["size"])}'
         found = ', '.join(f'{n} {src}' for src,n in Counter(e.source for e in listing.entries).items())

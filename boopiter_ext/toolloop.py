@@ -36,8 +36,12 @@ class Step:
     name: str = ''
     flags: list = field(default_factory=list)
     recovered: bool = False   # written as JSON or a native tool call, turned into Python (lenient mode)
+    block: str = ''     # The reply's code block the call was written in (not in `as_dict`: the reply holds it)
 
-    def as_dict(self)->dict: return {k: v for k,v in self.__dict__.items() if v not in ('', [], False)}
+    @property
+    def ran(self)->bool: return self.status in ('ok', 'flagged') or self.status.startswith('crashed')
+
+    def as_dict(self)->dict: return {k: v for k,v in self.__dict__.items() if v not in ('', [], False) and k != 'block'}
 
 
 @dataclass
@@ -78,7 +82,7 @@ def results_message(steps:list)->dict:
 def _calls_a_tool(code, tools):
     "Whether `code` calls one of `tools` anywhere (else it is example code, part of an answer)."
     try: tree = ast.parse(code)
-    except (SyntaxError, ValueError): return False
+    except (SyntaxError, ValueError, MemoryError, RecursionError): return False   # nested past the parser's limits
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in tools for n in ast.walk(tree))
 
 
@@ -99,9 +103,9 @@ class _Guards:
     seen: dict = field(default_factory=dict)   # call key -> the round it was first proposed in
 
 
-def _call_step(call, rnd, g, recovered, run):
+def _call_step(call, rnd, g, recovered, run, block=''):
     "One call's step: a repeat, a guard's refusal, or (when `run`) its output, screened."
-    step = Step(rnd, call.source, 'ok', name=call.name, recovered=recovered)
+    step = Step(rnd, call.source, 'ok', name=call.name, recovered=recovered, block=block)
     if call.key() in g.seen:
         step.status, step.result = 'repeat', (f'error: identical call already made in round {g.seen[call.key()]}; '
                                               'use that result and answer.')
@@ -126,10 +130,10 @@ def _round(blocks, rnd, g, run=True):
                        'come back.')
         if problem:
             steps.append(Step(rnd, code.strip(), 'refused', f'error: {problem} Nothing in the block was run.',
-                              recovered=recovered))
+                              recovered=recovered, block=code))
             continue
         for call in calls:
-            try: steps.append(_call_step(call, rnd, g, recovered, run))
+            try: steps.append(_call_step(call, rnd, g, recovered, run, code))
             except KeyboardInterrupt:   # while asking for a confirmation, or running the tool
                 raise _Cancelled(steps + [Step(rnd, call.source, 'cancelled', 'interrupted', name=call.name)])
     return steps

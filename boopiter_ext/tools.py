@@ -319,7 +319,7 @@ SOURCES = {  # name: (factory(ctx)->list of tools, selected by default, descript
     'notebook': (_notebook_source, False, "The notebook's cells: list, read, search; add and edit them (through the "
                                           "extension, on your word, undoable)"),
     'web': (_web_source, False, "Fetch a public web page as text (GET only; private addresses need `web_allow`)"),
-    'pdf': (_pdf_source, False, "Read PDFs under the notebook's folder as text (needs `boopiter-ext[pdf]`)"),
+    'pdf': (_pdf_source, False, "Read PDFs under the notebook's folder as text (needs pypdf: `pip install pypdf`)"),
 }
 DEFAULT_SELECTION = {name: default for name,(_,default,_) in SOURCES.items()}
 _NOTEBOOK = {}   # name: fn, the tools this process added with add_tool
@@ -471,14 +471,16 @@ def tool_signature(
 
 def tools_system_prompt(
     tools:list,       # The tools on offer (see get_tool_list)
-    auto:bool=False,  # Whether guarded calls run by themselves (auto mode) or wait for the user's Run click
 )->str:               # A system-prompt block, or '' when there are no tools (then add no system prompt at all)
-    "Describe `tools` as Python functions already defined in the user's kernel."
+    """Describe `tools` as Python functions already defined in the user's kernel. One wording whether the calls run by
+    themselves (auto mode) or on the user's click: a prompt in either mode extends the previous one's request."""
     if not tools: return ''
     sigs = '\n\n'.join(tool_signature(fn) for fn in tools)
-    after = ('then stop: its output comes back in the next message' if auto else
-             'then stop: the user decides whether to run it, and you see its output in their next message')
-    return ("These Python functions are already defined in the user's Python kernel. To use one, write a ```python "
-            "block that only calls it, one call per line, with literal arguments or the names of the user's variables; "
-            f"{after}. Do not import or redefine them. Answer plain questions in plain words without calling "
-            "tools, and never call a tool the question does not need.\n\n```python\n" + sigs + "\n```")
+    return (f"These Python functions are already defined in the user's Python kernel. {CALL_CONVENTION} Do not import "
+            "or redefine them. Answer plain questions in plain words without calling tools, and never call a tool the "
+            "question does not need.\n\n```python\n" + sigs + "\n```")
+
+
+CALL_CONVENTION = ("To use one, write a ```python block that only calls it, one call per line, with literal arguments or "
+                   "the names of the user's variables; then stop: once it has run (the user may decide whether it "
+                   "does), its output comes back in the next message.")

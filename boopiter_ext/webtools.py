@@ -13,7 +13,7 @@ between. Your `web_allow` setting (only your own settings may set it: `~/.config
 A page's text is untrusted data: in auto mode the tool loop screens and quarantines it like any tool's output.
 
 `read_pdf` reads a PDF inside the notebook's folder (`paths.confine`) with pypdf, from the optional extra
-(`pip install 'boopiter-ext[pdf]'`), in a child process capped in memory and killed at its deadline: a PDF bomb costs
+(`pip install pypdf`, or the `pdf` extra), in a child process capped in memory and killed at its deadline: a PDF bomb costs
 at most `_PDF_SECONDS` and never the kernel.
 
     fetch_url, = web_tools(allow='127.0.0.1:8000')
@@ -539,7 +539,7 @@ def html_text(
 
 # ---- PDF
 
-PDF_HINT = "error: reading PDFs needs pypdf, which is not installed: pip install 'boopiter-ext[pdf]'"
+PDF_HINT = "error: reading PDFs needs pypdf, which is not installed: pip install pypdf"
 _MAX_PDF_BYTES = 50_000_000   # a bigger file is refused unread
 _PDF_SECONDS = 10.0           # the child reading it is killed then; what it read by then is shown
 _PDF_MEMORY = 1 << 30         # the child's address space: a PDF bomb fails there, not in the kernel

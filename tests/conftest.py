@@ -25,6 +25,23 @@ def clean_environ(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
+def pytest_collection_modifyitems(items):
+    "A test that takes the `kernel` fixture (directly or through another fixture) starts a kernel: it is slow."
+    for item in items:
+        if 'kernel' in getattr(item, 'fixturenames', ()) and not item.get_closest_marker('slow'):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def kernels_only_in_slow_tests(request, monkeypatch):
+    "A test that starts a kernel (KernelSession, nbclient, run_notebook) must be marked `slow`, or it fails saying so."
+    if request.node.get_closest_marker('slow'): return
+    from jupyter_client.manager import KernelManager
+    async def refused(self, *args, **kw):
+        raise AssertionError(f'{request.node.nodeid} starts a kernel: mark it `@pytest.mark.slow`')
+    monkeypatch.setattr(KernelManager, '_async_launch_kernel', refused)
+
+
 @pytest.fixture(scope='session')
 def server():
     with OllamaTestServer() as s: yield s
@@ -46,7 +63,7 @@ def shell(tmp_path):
     from traitlets.config import Config
     InteractiveShell.clear_instance()
     # no background litellm import in the test process: test_extension checks warm-up in a subprocess
-    ip = InteractiveShell.instance(config=Config(HistoryManager=dict(hist_file=':memory:'), BoopMagics=dict(warm_up=False)))
+    ip = InteractiveShell.instance(config=Config(HistoryManager=dict(hist_file=':memory:'), BoopMagics=dict(warm_up=False, get_ready=False)))
     yield ip
     if 'BoopMagics' in ip.magics_manager.registry: ip.run_line_magic('unload_ext', 'boopiter_ext')
     InteractiveShell.clear_instance()

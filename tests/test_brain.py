@@ -5,6 +5,9 @@ import json, time
 import nbformat
 from nbclient import NotebookClient
 from kernels import KernelSession
+import pytest
+
+pytestmark = pytest.mark.slow   # every test here starts a real kernel
 
 MIME = 'application/vnd.boopiter.settings+json'
 
@@ -45,7 +48,7 @@ def unloads(srv): return sorted(r.json['model'] for r in srv.requests if r.path 
 
 
 def test_menu_lists_every_model_and_a_pick_binds_the_notebook(kernel, srv):
-    assert kernel.run('%%prompt\nhello').reply['metadata']['boopiter']['model'] == 'gemma3:4b'   # auto: first listed
+    assert kernel.run('%%prompt\nhello').reply['metadata']['boopiter']['model'] == 'smollm2:135m'   # auto: quick, small
     res = kernel.run('%boop')
     assert res.status == 'ok' and res.text == ''
     view, binding = res.outputs
@@ -56,18 +59,18 @@ def test_menu_lists_every_model_and_a_pick_binds_the_notebook(kernel, srv):
     assert any(l.startswith('smollm2-135m · tiny embedded model') for l in models)
     assert kernel.widget(_model_name='DropdownModel', description='')[1]['_options_labels'] == \
         ['no reasoning model', 'qwen3:1.7b 🔧🧠 · 1.4 GB']   # only thinking models
-    assert 'answering: <b>gemma3:4b</b> (auto: the first model Ollama lists)' in status(kernel)
+    assert 'answering: auto → <b>smollm2:135m</b> (the first of Ollama&#x27;s 3 chat models' in status(kernel)
 
-    res = pick(kernel, 'model', 'smollm2:135m')
-    assert binding_updates(res) == [{'version': 1, 'model': 'smollm2:135m'}]
-    assert labels(kernel, 'context') == ['auto', '2k', '4k', '8k']   # sizes up to the model's context length
-    assert 'answering: <b>smollm2:135m</b> (notebook binding)' in status(kernel)
-    assert wait_for(lambda: unloads(srv) == ['gemma3:4b'])   # the old pick leaves Ollama's memory, off the main thread
+    res = pick(kernel, 'model', 'qwen3:1.7b')
+    assert binding_updates(res) == [{'version': 1, 'model': 'qwen3:1.7b'}]
+    assert labels(kernel, 'context') == ['auto', '2k', '4k', '8k', '16k', '32k']   # sizes up to the model's context length
+    assert 'answering: <b>qwen3:1.7b</b> (notebook binding)' in status(kernel)
+    assert wait_for(lambda: unloads(srv) == ['smollm2:135m'])   # the old pick leaves Ollama's memory, off the main thread
 
     reply = kernel.run('%%prompt\nhello again').reply['metadata']['boopiter']
-    assert srv.last_chat()['model'] == 'smollm2:135m'
-    assert reply['model'] == 'smollm2:135m' and reply['model_source'] == 'notebook binding'
-    assert kernel.run('%%prompt -m qwen3:1.7b\none cell only').reply['metadata']['boopiter']['model_source'] == 'cell option'
+    assert srv.last_chat()['model'] == 'qwen3:1.7b'
+    assert reply['model'] == 'qwen3:1.7b' and reply['model_source'] == 'notebook binding'
+    assert kernel.run('%%prompt -m gemma3:4b\none cell only').reply['metadata']['boopiter']['model_source'] == 'cell option'
 
     res = kernel.run('%unload_ext boopiter_ext')
     assert res.status == 'ok' and res.count('comm_close') >= 10 and not kernel.widgets
@@ -198,7 +201,7 @@ def test_a_saved_binding_cannot_send_the_notebook_to_a_provider_you_did_not_conf
     path = _notebook_bound_to(tmp_path, dict(model='anthropic/claude-opus-4'))
     kernel.run(f'%env BOOPITER_NOTEBOOK={path}')
     res = kernel.run('%%prompt\nsecret plans')
-    assert res.status == 'ok' and srv.last_chat()['model'] == 'gemma3:4b'   # not Anthropic: the auto pick
+    assert res.status == 'ok' and srv.last_chat()['model'] == 'smollm2:135m'   # not Anthropic: the auto pick
     assert 'the saved binding names `anthropic/claude-opus-4`' in res.reply['data']['text/markdown']
     assert 'warning   the saved binding names `anthropic/claude-opus-4`' in kernel.run('%boop status').text
 
@@ -212,11 +215,14 @@ def test_memory_is_tidied_on_one_thread_only_when_a_pick_changes(kernel, srv):
         pick(kernel, 'model', label)
     assert kernel.value(THREADS) == "['boopiter-tidy-memory']"
     assert wait_for(lambda: any(r.path == '/api/ps' for r in srv.requests))
-    time.sleep(0.3)
-    srv.reset()
+    kernel.run('tidier = get_ipython().magics_manager.registry["BoopMagics"].assistant._tidier\nasks = []\n'
+               'tidier.ask = lambda ask=tidier.ask: (asks.append(1), ask())[1]')   # count the asks from here on
     kernel.run('%boop model smollm2:135m')   # the same pick again (Run All): nothing to tidy
     pick(kernel, 'keep', '5 min')            # not a model: nothing to tidy either
-    time.sleep(0.3)
-    assert not any(r.path == '/api/ps' for r in srv.requests)
+    assert kernel.value('len(asks)') == '0'
+    n = len(srv.requests)
+    pick(kernel, 'model', 'qwen3:1.7b')      # a real change, the marker: it is asked, and it reaches Ollama
+    assert kernel.value('len(asks)') == '1'
+    assert wait_for(lambda: any(r.path == '/api/ps' for r in srv.requests[n:]))
     kernel.run('%unload_ext boopiter_ext')
     assert kernel.value(THREADS) == '[]'

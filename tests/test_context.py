@@ -1,4 +1,5 @@
 import base64
+import pytest
 from boopiter_ext.context import (Cell, build_context, cell_text, clip, context_window, estimate_tokens, order_cells,
                                   prompt_text, reply_text)
 from boopiter_ext.images import ImagePicker
@@ -127,12 +128,22 @@ def test_context_window_steps_and_caps():
     assert context_window(10, model_max=8192, requested=65536) == 8192   # past its length a model only babbles
 
 
-def test_mk_msg_follows_lisette_conventions():
+PNG_BYTES = b'\x89PNG\r\n\x1a\nrest'
+
+
+def test_mk_msg_matches_lisette_except_that_a_list_of_texts_becomes_one_string():
+    """Text, and text with images, are lisette's messages exactly. A list of strings only is joined into one string
+    (lisette keeps a part per string), so that every route, Ollama's included, gets plain text."""
     assert mk_msg('hi') == {'role': 'user', 'content': 'hi'}
-    m = mk_msg(['look', b'\x89PNG\r\n\x1a\nrest'])
-    assert m['content'][0] == {'type': 'text', 'text': 'look'}
-    assert m['content'][1]['image_url'].startswith('data:image/png;base64,')
-    assert msg_text(m) == 'look' and len(msg_images(m)) == 1
+    m = mk_msg(['look', PNG_BYTES])
+    assert m == {'role': 'user', 'content': [{'type': 'text', 'text': 'look'},
+                                             {'type': 'image_url', 'image_url': 'data:image/png;base64,iVBORw0KGgpyZXN0'}]}
+    assert msg_text(m) == 'look' and msg_images(m) == ['iVBORw0KGgpyZXN0']
+    assert mk_msg(['a', 'b'], 'system') == {'role': 'system', 'content': 'a\n\nb'}
+    lisette = pytest.importorskip('lisette')   # the dev environment has it (it imports litellm: a second or two)
+    for content in ('hi', ['look', PNG_BYTES], ['one'], 'x' * 10):
+        assert mk_msg(content) == lisette.mk_msg(content), content
+    assert lisette.mk_msg(['a', 'b'])['content'] == [{'type': 'text', 'text': 'a'}, {'type': 'text', 'text': 'b'}]
 
 
 def test_json_displays_and_odd_outputs_do_not_break_the_context():

@@ -103,13 +103,15 @@ def test_follow_reply_half_lines_and_half_characters(sess):
     pid = dd.drop_prompt(root, sid, 'q')
     text = 'Héllo — wörld 🙂\nA line with ---DONE--- inside\n---\n```py\nx = 1\n```'
     raw = (text + '\n---MODEL: Tester <b>1</b>---\n---DONE---\n').encode()
-    pieces = [raw[i:i+3] for i in range(0, len(raw), 3)]   # splits lines and multi-byte characters alike
-    t = appender(root/sid/'outbox'/f'{pid}.md', pieces, pause=0.001)
-    got, info, n = collect(dd.follow_reply(root, sid, pid, poll=POLL, timeout=5))
+    out = root/sid/'outbox'/f'{pid}.md'
+    out.write_bytes(raw[:13])                              # 'Héllo — w' and half of 'ö'
+    g = dd.follow_reply(root, sid, pid, poll=POLL, timeout=5)
+    assert next(g) == ('content', 'Héllo — w')             # shown before the rest exists, without the half character
+    t = appender(out, [raw[i:i+3] for i in range(13, len(raw), 3)], pause=0)   # splits lines and characters alike
+    got, info, n = collect(g)
     t.join()
-    assert got == text
+    assert 'Héllo — w' + got == text
     assert info == dict(model='Tester <b>1</b>')
-    assert n > 1
 
 
 def test_follow_reply_without_model_line(sess):
@@ -265,6 +267,16 @@ def test_cli_errors_are_one_line_exit_2(root):
         assert len(r.stderr.strip().splitlines()) == 1 and 'Traceback' not in r.stderr, r.stderr
 
 
+def test_cli_help_explains_every_argument():
+    parser = dd._parser()
+    commands = next(a for a in parser._actions if a.dest == 'cmd').choices
+    for name, sub in commands.items():
+        for a in sub._actions:
+            assert a.help, f'`boopiter-deaddrop {name}` argument {a.dest} has no help'
+    text = commands['reply'].format_help()
+    assert 'the session the prompt is in' in text and 'as `next` prints it' in text
+
+
 def test_cli_next_wait_timeout(root):
     dd.new_session(root, 's')
     r = cli(root, 'next', 's', '--wait', '--timeout', '0.2')
@@ -282,16 +294,21 @@ def test_cli_reply_from_a_pipe_streams_to_a_follower(root):
     t = threading.Thread(target=follow)
     t.start()
     raw = b'First part, half a line\nsecond line \xc3\xbcn\xc3\xaf'
-    for chunk in [raw[:12], raw[12:21], raw[21:35], raw[35:-1], raw[-1:]]:
+    def shown(): return ''.join(v for k,v in list(events) if k == 'content')
+    for chunk,now in [(raw[:12], 'First part, '), (raw[12:21], 'half a li'), (raw[21:35], 'ne\nsecond line'),
+                      (raw[35:-1], ' ün'), (raw[-1:], 'ï')]:
+        before = shown()
         proc.stdin.write(chunk)
         proc.stdin.flush()
-        time.sleep(0.15)   # longer than the follower's poll, so each write shows up on its own
+        deadline = time.monotonic() + 20   # each write shows up on its own, before the next is made
+        while shown() != before + now and time.monotonic() < deadline: time.sleep(0.01)
+        assert shown() == before + now
     proc.stdin.close()
     assert proc.wait(timeout=30) == 0, proc.stderr.read()
     proc.stderr.close()
     t.join(timeout=30)
     contents = [v for k,v in events if k == 'content']
-    assert ''.join(contents) == raw.decode() and len(contents) > 2
+    assert ''.join(contents) == raw.decode() and len(contents) >= 5
     assert events[-1] == ('done', dict(model='Pipe <1>'))
     assert cli(root, 'reply', 's', pid, input='again').returncode == 2
 

@@ -2,25 +2,40 @@
 
 import json, subprocess, sys, threading, time
 from pathlib import Path
+import pytest
 from kernels import KernelSession
+
+pytestmark = pytest.mark.slow   # every test here starts a real kernel
 
 CLI = [sys.executable, '-m', 'boopiter_ext.deaddrop']
 
-# A responder in its own process, using only the CLI: one thread per session answers the next prompt in pieces.
+# A responder in its own process, using only the CLI: one thread per session answers the next prompt in pieces. It
+# writes the rest of its answer once the notebook has shown the first piece (the test touches `go-SID` then).
 RESPONDER = r'''
-import json, subprocess, sys, threading, time
+import json, pathlib, subprocess, sys, threading, time
 CLI = [sys.executable, '-m', 'boopiter_ext.deaddrop']
 def serve(sid):
     p = json.loads(subprocess.run(CLI + ['next', sid, '--wait', '--json', '--timeout', '60'], capture_output=True,
                                   text=True, check=True).stdout)
     reply = subprocess.Popen(CLI + ['reply', sid, p['id'], '--model', f'bot-{sid}'], stdin=subprocess.PIPE)
-    for part in (f'Answer for {sid}: ', 'part one, ', 'part two, ', 'and the end.'):
-        reply.stdin.write(part.encode()); reply.stdin.flush(); time.sleep(0.3)
+    go, deadline = pathlib.Path(sys.argv[1])/f'go-{sid}', time.monotonic() + 60
+    for i, part in enumerate((f'Answer for {sid}: ', 'part one, ', 'part two, ', 'and the end.')):
+        reply.stdin.write(part.encode()); reply.stdin.flush()
+        while i == 0 and not go.exists() and time.monotonic() < deadline: time.sleep(0.01)
     reply.stdin.close(); reply.wait()
-threads = [threading.Thread(target=serve, args=(sid,)) for sid in sys.argv[1:]]
+threads = [threading.Thread(target=serve, args=(sid,)) for sid in sys.argv[2:]]
 for t in threads: t.start()
 for t in threads: t.join()
 '''
+
+
+def shows(text, then):
+    "An `on_message` callback: `then()` once the reply on screen includes `text`."
+    done = []
+    def check(kind, c):
+        if not done and kind in ('display_data', 'update_display_data') and text in c['data'].get('text/plain', ''):
+            done.append(then())
+    return check
 
 
 def cli(*args, **kw): return subprocess.run(CLI + list(args), capture_output=True, text=True, check=True, **kw)
@@ -45,13 +60,19 @@ def wait_for(cond, timeout=20):
 def test_a_responder_process_answers_two_notebooks_on_two_sessions(tmp_path):
     for sid in ('alpha', 'beta'): cli('new', sid)
     assert [l.split('\t')[0] for l in cli('list').stdout.splitlines()] == ['alpha', 'beta']
-    responder = subprocess.Popen([sys.executable, '-c', RESPONDER, 'alpha', 'beta'])
+    responder = subprocess.Popen([sys.executable, '-c', RESPONDER, str(tmp_path), 'alpha', 'beta'])
     ka, kb = kernel(tmp_path, 'a'), kernel(tmp_path, 'b')
     try:
         listed = ka.run('%boop models').text
         assert 'deaddrop/alpha' in listed and 'deaddrop/beta' in listed
         ids = ka.send('%%prompt -m deaddrop/alpha\nQuestion for alpha'), kb.send('%%prompt -m deaddrop/beta\nQuestion for beta')
-        ra, rb = ka.collect(ids[0], timeout=90), kb.collect(ids[1], timeout=90)
+        got = {}
+        def collect(k, msg_id, sid):   # both at once: each notebook sees its first piece while the other waits too
+            got[sid] = k.collect(msg_id, timeout=90, on_message=shows(f'Answer for {sid}: ', (tmp_path/f'go-{sid}').touch))
+        threads = [threading.Thread(target=collect, args=a) for a in ((ka, ids[0], 'alpha'), (kb, ids[1], 'beta'))]
+        for t in threads: t.start()
+        for t in threads: t.join(120)
+        ra, rb = got['alpha'], got['beta']
     finally:
         ka.shutdown(); kb.shutdown()
     assert responder.wait(timeout=30) == 0
@@ -88,14 +109,13 @@ def test_interrupt_keeps_the_partial_reply_and_marks_the_prompt_cancelled(tmp_pa
     cli('new', 'gamma')
     k = kernel(tmp_path, 'nb')
     inbox, outbox = tmp_path/'dead_drop'/'gamma'/'inbox', tmp_path/'dead_drop'/'gamma'/'outbox'
-    def half_answer_then_interrupt():
+    def half_answer():
         [bundle] = wait_for(lambda: [p for p in inbox.iterdir() if not p.name.startswith('.')])
         (outbox/f'{bundle.name}.md').write_text('The first half')
-        time.sleep(0.8)
-        k.km.interrupt_kernel()
     try:
-        threading.Thread(target=half_answer_then_interrupt, daemon=True).start()
-        res = k.run('%%prompt -m deaddrop/gamma\nA long question', timeout=30)
+        threading.Thread(target=half_answer, daemon=True).start()   # interrupted once the half is on screen
+        res = k.run('%%prompt -m deaddrop/gamma\nA long question', timeout=30,
+                    on_message=shows('The first half', k.km.interrupt_kernel))
         assert k.value('1 + 1') == '2'
     finally: k.shutdown()
     assert res.status == 'error' and res.reply['data']['text/plain'].startswith('The first half')
@@ -134,10 +154,8 @@ def test_a_restarted_kernel_re_running_the_cell_follows_the_pending_reply(tmp_pa
         reply = outbox/f'{bundle.name}.md'
         reply.write_text('Yes, ')   # the answer was under way when the kernel died
         def finish():
-            time.sleep(1)
             with open(reply, 'a') as f: f.write('still here.\n---DONE---\n')
-        threading.Thread(target=finish, daemon=True).start()
-        res = second.run(cell, cell_id='cell-7', timeout=30)
+        res = second.run(cell, cell_id='cell-7', timeout=30, on_message=shows('Yes, ', finish))   # the rest, once followed
     finally: second.shutdown()
     assert res.reply['data']['text/plain'] == 'Yes, still here.'
     assert [p.name for p in inbox.iterdir() if not p.name.startswith('.')] == [bundle.name]   # no second prompt

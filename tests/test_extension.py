@@ -1,6 +1,6 @@
 """Loading, unloading and using the extension in a bare InteractiveShell (no kernel): replies print as text."""
 
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 import pytest
 from conftest import run, ROOT
 import boopiter_ext
@@ -25,6 +25,27 @@ def test_load_registers_and_unload_removes_everything(shell, capsys):
     assert 'already loaded' in capsys.readouterr().out and hooks(shell) == loaded
     shell.run_line_magic('reload_ext', 'boopiter_ext')
     assert hooks(shell)['pre'].__len__() == len(loaded['pre'])          # reload leaves one set
+    shell.run_line_magic('unload_ext', 'boopiter_ext')
+    assert hooks(shell) == before
+
+
+def test_a_load_ext_after_the_frontends_load_adopts_it_quietly_and_unload_removes_everything(shell, capsys):
+    shell.find_line_magic('load_ext')
+    before = hooks(shell)
+    boopiter_ext._frontend_load(shell)                                  # the brain menu's "Load boopiter"
+    loaded = hooks(shell)
+    assert 'BoopMagics' in loaded['registry'] and loaded != before
+    boopiter_ext._frontend_load(shell)                                  # again (a second view): nothing more
+    shell.run_line_magic('load_ext', 'boopiter_ext')                    # the notebook's own cell, on every Run All
+    assert capsys.readouterr().out == '' and hooks(shell) == loaded     # no "already loaded", no second set
+    shell.run_line_magic('load_ext', 'boopiter_ext')                    # now IPython's: a second one says so
+    assert 'already loaded' in capsys.readouterr().out and hooks(shell) == loaded
+    shell.run_line_magic('unload_ext', 'boopiter_ext')
+    assert hooks(shell) == before and capsys.readouterr().out == ''
+    boopiter_ext._frontend_load(shell)                                  # after an unload the frontend loads it anew
+    shell.run_line_magic('reload_ext', 'boopiter_ext')                  # `%reload_ext` adopts it too, then reloads
+    shell.run_line_magic('reload_ext', 'boopiter_ext')
+    assert hooks(shell)['pre'].__len__() == len(loaded['pre']) and capsys.readouterr().out == ''
     shell.run_line_magic('unload_ext', 'boopiter_ext')
     assert hooks(shell) == before
 
@@ -130,8 +151,8 @@ def test_status_reports_model_endpoint_tools_and_context(shell, srv, monkeypatch
     shell.run_line_magic('load_ext', 'boopiter_ext')
     shell.run_line_magic('boop', 'status')
     out = capsys.readouterr().out
-    assert 'gemma3:4b (the first model Ollama lists' in out
-    assert f'Ollama at {srv.url}' in out and 'tools' in out and 'up to 131,072 tokens' in out
+    assert "model     auto → smollm2:135m (the first of Ollama's 3 chat models" in out
+    assert f'Ollama at {srv.url}' in out and 'tools' in out and 'up to 8,192 tokens' in out
     assert '(OLLAMA_HOST)' in out
 
 
@@ -173,14 +194,37 @@ def test_unload_leaves_display_working_even_if_publish_was_wrapped_after_us(shel
     assert run(shell, 'from IPython.display import display\ndisplay("hello")').success
 
 
-def test_stream_capture_is_linear_and_bounded(shell):
-    from boopiter_ext.capture import _KEEP
+def test_stream_capture_keeps_head_and_tail_and_costs_the_same_per_line_however_long_the_cell(shell, monkeypatch):
+    """A cell that prints far more than is kept: its first and last `_KEEP` characters stay, with the count of those
+    dropped between; and the cost per line printed is flat (a rate: 4x the lines take about 4x the time, not 16x)."""
+    import time
+    from boopiter_ext import capture
+    monkeypatch.setattr(capture, '_KEEP', 20_000)   # small, so both runs compact many times
     shell.run_line_magic('load_ext', 'boopiter_ext')
-    assert run(shell, 'for i in range(200_000): print("line", i)').success
-    [out] = shell.magics_manager.registry['BoopMagics'].recorder.cells()[-1].outputs
-    text = ''.join(out['text'])
-    assert text.startswith('line 0\n') and text.endswith('line 199999\n') and len(text) < 3 * _KEEP
-    if len(text) > 2 * _KEEP: assert 'characters not kept' in text
+    recorder = shell.magics_manager.registry['BoopMagics'].recorder
+    def printed(n):
+        t = time.perf_counter()
+        assert run(shell, f'for i in range({n}): print("line", i)').success
+        return time.perf_counter() - t, ''.join(recorder.cells()[-1].outputs[0]['text'])
+    for n in (20_000, 80_000):
+        _, text = printed(n)
+        head, dropped, tail = re.fullmatch(r'(.*)\n… \[([\d,]+) characters not kept\] …\n(.*)', text, re.S).groups()
+        assert head == ''.join(f'line {i}\n' for i in range(5000))[:20_000] and tail.endswith(f'line {n-1}\n')
+        assert int(dropped.replace(',', '')) > 0 and len(text) < 3 * 20_000 + 100
+    short = min(printed(20_000)[0] for _ in range(3))
+    long = min(printed(80_000)[0] for _ in range(3))
+    assert long / short < 8, (short, long)   # linear: 4; rejoining all that was kept on every write would be ~16
+
+
+@pytest.mark.xfail(strict=True, reason="capture.py counts only the last compaction's drop, and the old marker as text")
+def test_the_characters_not_kept_are_counted_across_compactions(shell, monkeypatch):
+    from boopiter_ext import capture
+    monkeypatch.setattr(capture, '_KEEP', 20_000)
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    assert run(shell, 'for i in range(50_000): print("line", i)').success
+    text = ''.join(shell.magics_manager.registry['BoopMagics'].recorder.cells()[-1].outputs[0]['text'])
+    head, dropped, tail = re.fullmatch(r'(.*)\n… \[([\d,]+) characters not kept\] …\n(.*)', text, re.S).groups()
+    assert len(head) + int(dropped.replace(',', '')) + len(tail) == sum(len(f'line {i}\n') for i in range(50_000))
 
 
 def test_boop_in_a_terminal_lists_models_and_binds_without_widgets(shell, srv, monkeypatch, capsys):
@@ -188,7 +232,8 @@ def test_boop_in_a_terminal_lists_models_and_binds_without_widgets(shell, srv, m
     shell.run_line_magic('load_ext', 'boopiter_ext')
     run(shell, '%boop')
     out = capsys.readouterr().out
-    assert 'gemma3:4b           vision           131,072  3.3 GB' in out and 'boopiter binding · none' in out
+    rows = {l.split()[0]: l.split()[1:] for l in out.splitlines() if l.strip()}   # columns, whatever their widths
+    assert rows['gemma3:4b'] == ['vision', '131,072', '3.3', 'GB'] and 'boopiter binding · none' in out
     run(shell, '%boop model qwen3:1.7b')
     assert capsys.readouterr().out == 'boopiter binding · model qwen3:1.7b\n'   # printed once, not once per update
     run(shell, '%%prompt\nhi')
@@ -212,3 +257,38 @@ def test_the_effort_picked_in_the_menu_follows_the_reasoning_toggle_wherever_it_
     (tmp_path/'settings.ini').write_text('[boopiter]\nmodel = smollm2:135m\nreasoning_model = qwen3:1.7b\n')
     run(shell, '%%prompt\nsimple')
     assert srv.last_chat()['model'] == 'smollm2:135m' and 'think' not in srv.last_chat()
+
+
+def test_the_system_prompt_setting_is_added_to_the_built_in_one_from_any_layer(shell, srv, monkeypatch, tmp_path):
+    from boopiter_ext.context import SYSTEM_PROMPT
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    (tmp_path/'settings.ini').write_text('[boopiter]\nsystem_prompt = Answer in French.\n')
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    run(shell, '%boop tools kernel off files off')   # no tools: the system message is the two prompts alone
+    run(shell, '%%prompt -m qwen3:1.7b\nHello?')
+    assert srv.last_chat()['messages'][0] == dict(role='system', content=SYSTEM_PROMPT + '\n\nAnswer in French.')
+    run(shell, "%config BoopMagics.system_prompt = 'Answer in haiku.'")          # %config outranks the project file
+    run(shell, '%%prompt -m qwen3:1.7b\nHello?')
+    assert srv.last_chat()['messages'][0]['content'] == SYSTEM_PROMPT + '\n\nAnswer in haiku.'
+    run(shell, "%config BoopMagics.system_prompt = ''")                            # empty: the project file's again
+    (tmp_path/'settings.ini').write_text('[boopiter]\nsystem_prompt = \n')
+    run(shell, '%%prompt -m qwen3:1.7b\nHello?')
+    assert srv.last_chat()['messages'][0]['content'] == SYSTEM_PROMPT             # nothing added, no blank lines
+
+
+def test_unload_others_off_leaves_ollamas_memory_alone_and_on_tidies_it(shell, srv, monkeypatch, tmp_path):
+    "Off: a changed pick asks Ollama nothing. On (the default): the same change lists what it holds and unloads the rest."
+    import time
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    (tmp_path/'settings.ini').write_text('[boopiter]\nunload_others = off\n')
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    a = shell.magics_manager.registry['BoopMagics'].assistant
+    srv.reset()
+    a.set_binding(model='qwen3:1.7b')
+    a.set_binding(model='gemma3:4b')
+    assert a._tidier is None and not [r for r in srv.requests if r.path in ('/api/ps', '/api/generate')]
+    (tmp_path/'settings.ini').write_text('[boopiter]\nunload_others = on\n')
+    a.set_binding(model='qwen3:1.7b')                   # the marker: the same kind of change, now tidied
+    deadline = time.monotonic() + 10
+    while not any(r.path == '/api/ps' for r in srv.requests) and time.monotonic() < deadline: time.sleep(0.01)
+    assert a._tidier is not None and any(r.path == '/api/ps' for r in srv.requests)

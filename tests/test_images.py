@@ -3,8 +3,8 @@
 import base64, os
 import pytest
 from boopiter_ext.context import Cell, build_context, cell_text
-from boopiter_ext.images import ImagePicker, fit_image, image_tokens, markdown_images
-from boopiter_ext.messages import msg_images, msg_text
+from boopiter_ext.images import ImagePicker, fit_image, image_mime, image_tokens, markdown_images
+from boopiter_ext.messages import mk_msg, msg_images, msg_text
 from images_util import decoded, image_bytes, png_b64
 
 RED, GREEN, BLUE = (200, 30, 30), (30, 200, 30), (30, 30, 200)
@@ -189,3 +189,24 @@ def test_images_an_earlier_prompt_linked_go_with_its_turn(tmp_path):
     msgs, ledger = build_context([turn], 'Why blue?', vision=True, root=tmp_path.resolve())
     assert [m['role'] for m in msgs] == ['system', 'user', 'assistant', 'user']
     assert [decoded(i)[0] for i in msg_images(msgs[1])] == [(40, 40)] and ledger['images'] == 1
+
+
+def test_a_riff_file_is_an_image_only_when_it_is_webp():
+    "A WAV file starts with RIFF too: it once went to the model as `image/webp` (issue 17)."
+    import io, wave
+    out = io.BytesIO()
+    with wave.open(out, 'wb') as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(b'\x00\x01' * 800)
+    wav = out.getvalue()
+    assert wav[:4] == b'RIFF' and wav[8:12] == b'WAVE' and image_mime(wav) is None
+    with pytest.raises(ValueError, match='not a supported image'): mk_msg(['What is this?', wav])
+    webp = image_bytes(20, 10, 'WEBP')
+    assert image_mime(webp) == 'image/webp' and image_mime(webp[:12]) == 'image/webp'
+    assert mk_msg(['See', webp])['content'][1]['image_url'].startswith('data:image/webp;base64,')
+    gif = image_bytes(4, 4, 'GIF', mode='P', color=3)
+    assert [image_mime(image_bytes(4, 4, f)) for f in ('PNG', 'JPEG')] + [image_mime(gif)] == \
+        ['image/png', 'image/jpeg', 'image/gif']
+    assert [image_mime(b) for b in (b'', b'RIFF', b'RIFF\0\0\0\0WEBX', image_bytes(4, 4, 'BMP'))] == [None] * 4

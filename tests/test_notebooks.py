@@ -1,4 +1,5 @@
-"""The docs execute: the tour on the embedded model (the README's main job), the how-tos on the test server."""
+"""The docs execute: the tour on the embedded model (the README's main job), the how-tos on the test server, and
+every how-to that asks a model server offline too, from the cassette shipped next to it (`boopiter-run NB --replay`)."""
 
 import html, json, re, shutil, subprocess, sys
 from pathlib import Path
@@ -7,6 +8,7 @@ from conftest import ROOT
 from ollama_server import free_port
 from images_util import decoded
 from boopiter_ext.run import run_notebook
+from record_howtos import HOWTOS
 
 pytestmark = pytest.mark.slow
 NBS = ROOT/'nbs'
@@ -22,7 +24,12 @@ def test_every_notebook_is_tested():
                                                             '02_models_and_settings.ipynb', '03_brain_menu.ipynb',
                                                             '04_tools.ipynb', '05_deaddrop.ipynb',
                                                             '06_images_and_reasoning.ipynb', '07_reproducible.ipynb',
-                                                            '08_whole_notebook.ipynb', '09_web_and_pdf_tools.ipynb']
+                                                            '08_whole_notebook.ipynb', '09_web_and_pdf_tools.ipynb',
+                                                            '10_teams.ipynb', '11_first_hour.ipynb']
+    # each how-to that stops without Ollama ships the cassette `boopiter-run NB --replay` reads, and says where it is from
+    assert sorted(p.name for p in NBS.glob('*.cassette.json')) == sorted(f'{n}.cassette.json' for n in HOWTOS)
+    for name in HOWTOS:
+        assert any('recorded from a scripted server' in c.source for c in nbformat.read(NBS/f'{name}.ipynb', 4).cells)
 
 
 def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
@@ -286,3 +293,97 @@ def test_web_and_pdf_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert pdf.strip() == ('kettle_report.pdf: 2 pages\n--- page 2 ---\nReturns fell 30% after the descaling reminder.'
                            if have_pypdf else PDF_HINT)
     assert "is outside the notebook's folder" in text(next(c for c in cells if "'../secret.pdf'" in c.source))
+
+
+def test_teams_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'10_teams.ipynb'
+    shutil.copy(NBS/'10_teams.ipynb', nb_path)
+    srv.script('So one big GPU serves everyone.')
+    srv.script('One address, many servers behind it.')
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    got = [(src.splitlines()[0], o['data']['text/plain'], o['metadata']['boopiter']) for src,o in replies(nb)]
+    assert [(first, text, m['model']) for first,text,m in got] == [
+        ('%%prompt -m @lab/qwen3:1.7b', 'So one big GPU serves everyone.', '@lab/qwen3:1.7b'),
+        ('%%prompt -m @gateway/qwen3:1.7b', 'One address, many servers behind it.', '@gateway/qwen3:1.7b')]
+    assert [r.path for r in srv.requests if 'chat' in r.path] == ['/api/chat', '/v1/chat/completions']
+    cell = {c.source.splitlines()[-1]: c for c in nb.cells if c.cell_type == 'code'}
+    def text(key): return ''.join(o.get('text', '') or o.get('data', {}).get('text/plain', '') for o in cell[key].outputs)
+    models = text('%boop models')
+    assert '@lab/qwen3:1.7b' in models and '@gateway/qwen3:1.7b' in models and 'qwen3:1.7b  ' in models
+    assert 'model @lab/qwen3:1.7b' in text('%boop model @lab/qwen3:1.7b')
+    table = text('    print(f\'{ep.name:<8} {ep.kind:<7} {ep.base:<32} {"shared" if ep.shared else "yours"}\')')
+    assert table.split() == ['lab', 'ollama', srv.url, 'shared', 'gateway', 'openai', srv.url + '/v1', 'shared']
+
+
+def status_lines(cell)->str: return ''.join(o.get('text', '') for o in cell.outputs)
+
+
+def test_first_hour_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    "The new user's path with Ollama (the test server stands in): who answers and why, a first prompt, then no Ollama."
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb_path = tmp_path/'11_first_hour.ipynb'
+    shutil.copy(NBS/'11_first_hour.ipynb', nb_path)
+    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
+    srv.script('`total` is 19.75.')
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    status, cassette, without = [status_lines(c) for c in nb.cells if c.cell_type == 'code' and '%boop' in c.source]
+    # the smallest of the server's chat models that answers without thinking first (README, Choosing the model)
+    assert "model     auto → smollm2:135m (the first of Ollama's 3 chat models: answers without thinking" in status
+    assert cassette.startswith('No cassette in use')
+    [(src, out)] = replies(nb)
+    md = out['metadata']['boopiter']
+    assert (md['model'], md['model_source'], md['status']) == ('smollm2:135m', 'auto', 'done')
+    assert out['data']['text/plain'] == '`total` is 19.75.'
+    [chat] = srv.chats()
+    assert '19.75' in chat['messages'][-1]['content'] and 'What is total' in chat['messages'][-1]['content']
+    assert 'model     auto → local/smollm2-135m (Ollama is not reachable at http://127.0.0.1:9' in without
+    assert 'host      127.0.0.1:9 (%config)' in without
+
+
+def test_first_hour_howto_without_ollama_on_the_embedded_model(tmp_path, monkeypatch):
+    "The new user's path with no Ollama and no cassette: the status says why, and the tiny embedded model answers."
+    monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
+    nb_path = tmp_path/'11_first_hour.ipynb'
+    shutil.copy(NBS/'11_first_hour.ipynb', nb_path)
+    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
+    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    status = status_lines(next(c for c in nb.cells if c.source == '%boop status'))
+    assert 'model     auto → local/smollm2-135m (Ollama is not reachable at http://127.0.0.1:' in status
+    [(src, out)] = replies(nb)
+    md = out['metadata']['boopiter']
+    assert (md['model'], md['model_source'], md['status']) == ('local/smollm2-135m', 'auto', 'done')
+    assert out['data']['text/plain'].strip() and md['completion_tokens'] <= 200   # the project's settings.ini applies
+
+
+@pytest.mark.parametrize('name', list(HOWTOS))
+def test_howto_replays_offline_from_its_cassette(name, tmp_path, monkeypatch):
+    """`boopiter-run NB --replay` with no Ollama and no model in reach: every prompt answers from the shipped cassette
+    (each reply is a turn of it, and every turn is used), which loads without a warning."""
+    from boopiter_ext.replay import Cassette
+    monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
+    (tmp_path/'nbs').mkdir()
+    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')   # as nbs/ reads the repository's, one folder up
+    for f in (f'{name}.ipynb', f'{name}.cassette.json'): shutil.copy(NBS/f, tmp_path/'nbs'/f)
+    tape = Cassette(tmp_path/'nbs'/f'{name}.cassette.json')
+    assert tape.warnings == [] and len(tape) > 0
+    cmd = [str(Path(sys.executable).with_name('boopiter-run')), str(tmp_path/'nbs'/f'{name}.ipynb'), '--replay',
+           '-o', str(tmp_path/'out.ipynb')]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    rerecord = f'; if a cell changed, re-record: .venv/bin/python tests/record_howtos.py {name[:2]}'
+    assert res.returncode == 0, res.stdout + res.stderr + rerecord
+    assert 'CassetteDrift' not in res.stdout, res.stdout + rerecord
+    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    prompts = [c for c in nb.cells if c.cell_type == 'code' and c.source.startswith('%%prompt')
+               and 'raises-exception' not in c.metadata.get('tags', [])]
+    done = [o for _,o in replies(nb) if o['metadata']['boopiter']['status'] == 'done']
+    assert len(done) == len(prompts) == res.stdout.count('--- reply (')
+    for o in done:
+        md, turn = o['metadata']['boopiter'], tape.turns.get(o['metadata']['boopiter']['digest'])
+        assert turn is not None, md
+        assert (md['model'], o['data']['text/plain']) == (turn['model'], turn['reply']['answer'])
+        assert md.get('reasoning', '') == turn['reply'].get('reasoning', '')
+    assert {o['metadata']['boopiter']['digest'] for o in done} == set(tape.turns)   # no turn left over

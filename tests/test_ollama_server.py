@@ -111,12 +111,15 @@ def test_show_delay_allows_parallel_probing():
         def probe(name):
             return requests.post(srv.url + '/api/show', json={'model': name}, timeout=5).status_code
 
+        names = [m['name'] for m in DEFAULT_MODELS] * 2
         start = time.monotonic()
         with ThreadPoolExecutor(6) as pool:
-            codes = list(pool.map(probe, [m['name'] for m in DEFAULT_MODELS] * 2))
-        elapsed = time.monotonic() - start
-    assert codes == [200] * 6
-    assert 0.05 <= elapsed < 0.25  # serial probing would take >= 0.30 s
+            codes = list(pool.map(probe, names))
+        parallel = time.monotonic() - start
+        start = time.monotonic()
+        assert [probe(n) for n in names] == codes == [200] * 6
+        serial = time.monotonic() - start
+    assert serial >= 0.3 and parallel < serial / 2, (parallel, serial)   # the delays overlap: ~1/6 of the serial time
 
 
 def test_chat_stream_concatenates_exactly(srv, client):
@@ -384,9 +387,8 @@ def test_twenty_thousand_chunks(srv):
             count += 1
             last = line
     elapsed = time.perf_counter() - start
-    print(f'20,000 NDJSON chunks in {elapsed:.3f} s')
+    print(f'20,000 NDJSON chunks in {elapsed:.3f} s')   # bench/streaming.py measures the rate; here, that all arrive
     assert count == 20_001 and json.loads(last)['eval_count'] == 20_000
-    assert elapsed < 20
 
 
 def test_cli_serves_until_interrupted():

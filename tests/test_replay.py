@@ -8,7 +8,8 @@ from boopiter_ext.errors import CassetteDrift
 from boopiter_ext.messages import mk_msg
 from boopiter_ext.render import reply_bundle
 from boopiter_ext.replay import (CASSETTE_FORMAT, Cassette, DiskCache, cassette_path, clean_model_info, clean_snapshot,
-                                 find_saved_reply, request_digest, saved_auto_model, saved_model_info, saved_snapshot)
+                                 find_kept_reply, find_saved_reply, request_digest, saved_auto_model, saved_model_info,
+                                 saved_snapshot)
 from boopiter_ext.run import run_notebook
 from boopiter_ext.stream import Reply
 
@@ -54,6 +55,37 @@ def test_saved_replies_are_found_by_digest_newest_first_finished_only():
     assert find_saved_reply('sha256:a', kernel, [mine] + saved, cell_id='c7')['data']['text/plain'] == 'my own'
 
 
+def test_a_reply_from_another_model_is_kept_only_when_nothing_but_the_model_changed():
+    sent, now = msgs('x = 42', 'What is x?'), dict(max_tokens=0, num_ctx=8192)
+    theirs = request_digest('gemma3:4b', sent, dict(think='h', num_ctx=16384))   # its own effort and window
+    cell = reply_cell('42.', theirs, model='gemma3:4b', effort='h', context=dict(window=16384))
+    output, digest = find_kept_reply(MODEL, sent, now, [cell])
+    assert output['data']['text/plain'] == '42.' and digest == theirs
+    assert find_kept_reply(MODEL, msgs('x = 43', 'What is x?'), now, [cell]) is None     # the context changed
+    assert find_kept_reply(MODEL, sent, dict(now, max_tokens=50), [cell]) is None        # so did the options sent
+    assert find_kept_reply('gemma3:4b', sent, now, [cell]) is None                       # the same model: not kept
+    bad = [reply_cell('?', theirs, model='gemma3:4b', effort='max', context=dict(window=16384)),
+           reply_cell('?', theirs, model='a b', effort='h', context=dict(window=16384)),
+           reply_cell('?', theirs, model='gemma3:4b', effort='h', context=dict(window=16384), status='interrupted')]
+    assert find_kept_reply(MODEL, sent, now, bad) is None                                 # never a reply file lies about
+    many = [reply_cell('?', 'sha256:x', model=f'm{i}:1b', context=dict(window=4096)) for i in range(40)]
+    assert find_kept_reply(MODEL, sent, now, many + [cell]) is None                       # bounded: 16 digests at most
+
+
+def test_a_kept_reply_is_marked_at_the_top_and_in_its_details():
+    r = Reply('gemma3:4b')
+    r.add_content('Fine.')
+    r.finish('done')
+    data, md = reply_bundle(r, dict(kept=MODEL, picked_by='auto'), None)
+    line = ("Kept: answered by gemma3:4b; this notebook now answers with qwen3:1.7b; ask again with `%%prompt --fresh` "
+            "(or the menu's reuse switch)")
+    assert data['text/markdown'].startswith('*↺ Kept: answered by gemma3:4b; this notebook now answers with qwen3:1.7b')
+    assert '<summary>Reply details · kept · gemma3:4b' in data['text/markdown'] and data['text/plain'] == 'Fine.'
+    reply = data['application/vnd.boopiter.reply+json']
+    assert reply['details'][0] == line and reply['note'] == line and reply['kept'] == MODEL and not reply['reused']
+    assert md['boopiter']['kept'] == MODEL and 'reused' not in md['boopiter'] and md['boopiter']['model'] == 'gemma3:4b'
+
+
 def test_a_restored_reply_renders_exactly_as_recorded():
     r = Reply(MODEL)
     r.add_thinking('weighing ')
@@ -61,6 +93,23 @@ def test_a_restored_reply_renders_exactly_as_recorded():
     r.finish('done', dict(finish_reason='stop', prompt_tokens=12))
     again = Reply.restore(MODEL, json.loads(json.dumps(r.snapshot())))   # through a JSON file and back
     assert reply_bundle(again, dict(name='Ollama')) == reply_bundle(r, dict(name='Ollama'))
+
+
+def test_a_restored_reply_keeps_its_note_and_its_unclosed_think():
+    "A model that opened <think> and never closed it: its reply is marked, and so is its replay."
+    r = Reply(MODEL)
+    r.add_content('<think>Paris is the capital')
+    r.finish('done')
+    note = 'the model opened <think> and never closed it; what it wrote there is shown as the answer'
+    assert (r.answer, r.note, r.unclosed) == ('Paris is the capital', note, True)   # what is recorded
+    again = Reply.restore(MODEL, json.loads(json.dumps(r.snapshot())))
+    assert (again.answer, again.note, again.unclosed) == ('Paris is the capital', note, True)
+    data, md = reply_bundle(again, dict(name='Ollama'))
+    assert data['text/markdown'].startswith('Paris is the capital\n\n*(the model opened &lt;think&gt; and never closed it')
+    assert md['boopiter']['note'] == note
+    assert reply_bundle(again, dict(name='Ollama')) == reply_bundle(r, dict(name='Ollama'))
+    cut = Reply.restore(MODEL, dict(answer='', status='done', note='cut off while reasoning', info={}))
+    assert (cut.note, cut.unclosed) == ('cut off while reasoning', False)
 
 
 def test_reused_is_marked_once_in_the_details():
@@ -380,3 +429,24 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path):
     before = path.read_text()
     with pytest.raises(TypeError): c.add('sha256:ef', MODEL, {}, dict(answer=object()))   # not JSON: fails mid-write
     assert path.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ['nb.cassette.json', 'nb.cassette.json.lock']
+
+
+@pytest.mark.parametrize('fault', ['value', 'interrupt', 'disk'])
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path, monkeypatch, fault):
+    "A value JSON cannot hold, an interrupt mid-write, a full disk: the old file stays whole and no `.tmp-*` is left."
+    from boopiter_ext import replay
+    path = tmp_path/'cache'/'ab.json'
+    replay._write_json(path, dict(old=True))
+    bad = dict(x={1, 2})   # a set: json.dump fails halfway through the file
+    if fault == 'interrupt':
+        def interrupted(*a, **kw): raise KeyboardInterrupt
+        monkeypatch.setattr(replay.json, 'dump', interrupted)
+    if fault == 'disk':
+        def full(src, dst): raise OSError(28, 'No space left on device')
+        monkeypatch.setattr(replay.os, 'replace', full)
+    err = dict(value=TypeError, interrupt=KeyboardInterrupt, disk=OSError)[fault]
+    with pytest.raises(err): replay._write_json(path, bad if fault == 'value' else dict(new=True))
+    assert json.loads(path.read_text()) == dict(old=True) and sorted(p.name for p in path.parent.iterdir()) == ['ab.json']
+    monkeypatch.undo()
+    DiskCache(tmp_path/'cache').put('sha256:cd', dict(output_type='display_data', data={}, metadata={}))
+    assert sorted(p.name for p in path.parent.iterdir()) == ['ab.json', 'cd.json']

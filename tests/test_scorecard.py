@@ -1,7 +1,7 @@
 """The bench: scripted models on the Ollama test server give exact scorecard numbers, task files are checked with
 one-sentence errors, and one real run against the embedded SmolLM2 completes with a table and a chart."""
 
-import json
+import json, os
 import pytest
 from boopiter_ext.models import Router
 from boopiter_ext.scorecard import (BenchError, BenchResult, load_result, load_tasks, ollama_version, router_clients,
@@ -227,9 +227,21 @@ def test_default_means_the_built_in_tools_and_a_list_prefers_your_functions(tmp_
         load_tasks(write(tmp_path, task_file(tools=['calculator', 'lookup'])), ns)
 
 
-def test_hardware_note():
+def test_hardware_note_names_the_os_cpus_and_ram_as_the_machine_reports_them(monkeypatch):
+    "Each figure against the machine's own report, read here another way (/proc, not sysconf or the scorecard's parser)."
+    import platform, re
+    from pathlib import Path
     note = hardware_note()
-    assert 'CPUs' in note and note.split(',')[0].strip()
+    n = len(os.sched_getaffinity(0))
+    cpu = next((l.split(':', 1)[1].strip() for l in Path('/proc/cpuinfo').read_text().splitlines()
+                if l.startswith('model name')), None)
+    head = f'{platform.system()} {platform.machine()}, {n} CPUs' + (f' ({cpu})' if cpu else '')
+    assert note.startswith(head + ', '), note
+    kb = int(re.search(r'^MemTotal:\s+(\d+) kB', Path('/proc/meminfo').read_text(), re.M)[1])
+    ram = float(re.fullmatch(r'([\d.]+) GB RAM', note[len(head) + 2:].split(', ')[0])[1])
+    assert abs(ram - kb / 2**20) < 0.05 * kb / 2**20
+    monkeypatch.setattr('boopiter_ext.scorecard._gpus', lambda: ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-SXM4-40GB'])
+    assert hardware_note() == note + ', NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-40GB'
 
 
 @pytest.mark.slow
@@ -289,3 +301,9 @@ def test_a_task_file_cannot_offer_the_kernels_or_the_systems_callables(tmp_path)
     for name in ns:
         with pytest.raises(BenchError, match=f'`{name}` in the notebook is'):
             load_tasks(write(tmp_path, task_file(tools=[name])), ns)
+
+
+@pytest.mark.parametrize('code', ['-' * 10_000 + '1', 'a' + '.b' * 5000])   # MemoryError, RecursionError in ast.parse
+def test_code_nested_past_the_parsers_limits_calls_nothing(code):
+    from boopiter_ext.scorecard import _calls
+    assert _calls(code) == [] and _calls('f(1)\n') == [('f', 'f(1)')]

@@ -173,3 +173,36 @@ def test_ollama_url_refuses_a_host_it_cannot_parse():
     from boopiter_ext.errors import SettingsError
     for host in ('[::1', 'x:70000', 'a b', 'x:0'):
         with pytest.raises(SettingsError, match='is not a host, host:port or http'): ollama_url(host)
+
+
+def test_on_off_settings_take_the_words_configparser_takes(tmp_path):
+    import configparser
+    for word, value in configparser.ConfigParser.BOOLEAN_STATES.items():
+        assert read_ini(write(tmp_path/f'{word}.ini', f'[boopiter]\nauto = {word.upper()}\n')) == ({'auto': value}, [])
+    values, warnings = read_ini(write(tmp_path/'maybe.ini', '[boopiter]\nauto = maybe\n'))
+    assert values == {} and '`auto = maybe` is not on or off' in warnings[0]
+
+
+def test_the_dead_drop_folder_is_yours_to_set_not_a_projects_and_both_sides_read_it(tmp_path, monkeypatch):
+    "A cloned project cannot choose where your prompts are written; your settings.ini can, for the notebook and the CLI."
+    import os, subprocess, sys
+    from boopiter_ext import deaddrop as dd
+    from boopiter_ext.catalog import deaddrop_source
+    monkeypatch.delenv('BOOPITER_DEADDROP_DIR')
+    proj = write(tmp_path/'proj'/'settings.ini', f'[boopiter]\ndeaddrop_dir = {tmp_path/"theirs"}\nclip = 900\n')
+    env = {'XDG_CONFIG_HOME': str(tmp_path/'xdg'), 'HOME': str(tmp_path/'home')}
+    s = load_settings(start=proj.parent, environ=env)
+    assert (s['deaddrop_dir'], s.source['deaddrop_dir'], s['clip']) == ('', 'default', 900)   # the rest of it applies
+    assert f'{proj}: `deaddrop_dir` ignored: set it in your own settings ({tmp_path}/xdg/boopiter/settings.ini) or ' \
+           'BOOPITER_DEADDROP_DIR' in s.warnings
+    user = write(tmp_path/'xdg'/'boopiter'/'settings.ini', f'[boopiter]\ndeaddrop_dir = {tmp_path/"mine"}\n')
+    s = load_settings(start=proj.parent, environ=env)
+    assert (s['deaddrop_dir'], s.source['deaddrop_dir']) == (str(tmp_path/'mine'), str(user))
+    dd.new_session(dd.deaddrop_root(environ={}, setting=s['deaddrop_dir']), 'review')
+    assert [e.id for e in deaddrop_source(None, s)] == ['deaddrop/review']        # the notebook's side lists it
+    cli = subprocess.run([sys.executable, '-m', 'boopiter_ext.deaddrop', 'list'], capture_output=True, text=True,
+                         cwd=proj.parent, env={**os.environ, **env})
+    assert cli.returncode == 0 and cli.stdout.split('\t')[0] == 'review'          # and so does the responder's
+    assert not (tmp_path/'theirs').exists()
+    write(user, '[boopiter]\ndeaddrop_dir = rel\x07ative\n')                      # a rule applies to it like any key
+    assert load_settings(start=proj.parent, environ=env)['deaddrop_dir'] == ''

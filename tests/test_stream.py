@@ -107,19 +107,41 @@ def test_code_blocks_keep_their_language_tags():
     assert '```python\nx = 1\n```' in md and '```bash\nls\n```' in md and reply_plain(r) == text   # tildes re-fenced
 
 
-def test_pump_throttles_updates_and_counts_tokens():
+class Clock:
+    "A fake `monotonic` for stream.py: time moves only when the test says, so counts of updates are exact."
+    def __init__(self): self.t = 1000.0
+    def __call__(self): return self.t
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr('boopiter_ext.stream.monotonic', c)
+    return c
+
+
+def test_pump_throttles_updates_to_the_interval_and_counts_tokens(clock):
     def events():
         for i in range(50):
-            time.sleep(0.01)
+            clock.t += 1/128           # a token every ~8 ms (binary fractions: the sums stay exact)
             yield 'content', f'{i} '
         yield 'done', dict(finish_reason='stop', completion_tokens=50, prompt_tokens=7)
     seen = []
-    r = pump(events(), Reply('m'), update=lambda r: seen.append(r.answer), interval=0.1)
+    r = pump(events(), Reply('m'), update=lambda r: seen.append((clock.t - 1000, r.chunks)), interval=1/8)
     r.finish('done')
     assert r.answer == ''.join(f'{i} ' for i in range(50))
-    assert 3 <= len(seen) <= 8                              # ~0.5 s of tokens at most 10 updates/s
-    assert seen[0] == '0 '                                  # the first token shows at once
-    assert r.info['finish_reason'] == 'stop' and r.completion_tokens == 50 and r.tokens_per_s > 0
+    assert seen == [(1/128, 1), (17/128, 17), (33/128, 33), (49/128, 49)]   # the first token at once, then 8 a second
+    assert r.info['finish_reason'] == 'stop' and r.completion_tokens == 50 and r.tokens_per_s == 50 / (49/128)
+
+
+def test_a_burst_of_tokens_gets_one_update_per_interval_however_many_tokens(clock):
+    seen = []
+    def events():
+        for burst in range(16):        # 16 bursts of 1,000 tokens, 1/16 s apart: one second
+            clock.t += 1/16
+            for i in range(1000): yield 'content', 'x'
+    pump(events(), Reply('m'), update=lambda r: seen.append(clock.t - 1000), interval=1/8)
+    assert seen == [k/16 for k in range(1, 17, 2)]   # 8 a second, each at a burst's first token, for 16,000 tokens
 
 
 def test_partial_reply_is_marked_in_both_mime_types():
@@ -177,8 +199,12 @@ def test_the_bound_cuts_what_grew_last_reasoning_included():
         pump(iter([('content', '<think>' + 'z' * 30)]), Reply('m'), limit=20)
 
 
-def test_updates_thin_out_as_a_reply_grows():
+def test_updates_thin_out_as_a_reply_grows(clock):
+    "Each update of a long reply waits longer than the last (its size over 2 MB/s), so showing it is linear in total."
     seen = []
-    big = 'w' * 100_000
-    pump(iter([('content', big)] * 40), Reply('m'), update=lambda r: seen.append(r.size), interval=0.0)
-    assert seen[0] == 100_000 and len(seen) < 40   # each update waits longer than the last: linear in total
+    def events():
+        for _ in range(40):
+            clock.t += 0.01
+            yield 'content', 'w' * 100_000
+    pump(events(), Reply('m'), update=lambda r: seen.append(r.size), interval=0.0)
+    assert seen == [100_000, 600_000, 3_700_000]   # then 50 ms, 300 ms, 1.85 s on: 3 of 40 chunks, ever further apart

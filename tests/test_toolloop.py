@@ -3,6 +3,9 @@ server, and consent mode's Run button and `--insert`."""
 
 import json, threading, time
 import pytest
+from boopiter_ext.render import REPLY_MIME
+
+pytestmark = pytest.mark.slow   # every test here starts a real kernel
 
 TOOLS = '''
 from boopiter_ext import add_tool, side_effect
@@ -74,6 +77,8 @@ def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(tools, srv):
     assert '```\n70\n```' in second['messages'][-1]['content']
     rounds = [o for o in res.outputs if 'tool_round' in o['metadata'].get('boopiter', {})]
     assert len(rounds) == 1 and '70' in rounds[0]['data']['text/plain']
+    first, last = [o['data'][REPLY_MIME] for o in res.outputs if o['metadata'].get('boopiter', {}).get('reply')]
+    assert [b.strip() for b in first['ran_blocks']] == ['add_numbers(47, 23)'] and 'ran_blocks' not in last
 
 
 def test_every_guard_fails_into_a_message_the_model_reads(tools, srv):
@@ -91,6 +96,7 @@ def test_a_side_effect_the_user_asked_for_still_needs_a_confirmation(tools, srv)
     srv.script('I could not open it.')
     res = tools.run('%%prompt --auto -m qwen3:1.7b\nPlease open a support ticket: my ring is amber.')
     assert statuses(res) == ['declined'] and tools.value('tickets') == '[]'   # no stdin here: declined
+    assert not any('ran_blocks' in o['data'].get(REPLY_MIME, {}) for o in res.outputs)   # its Run button stays
     assert 'No one could be asked to confirm this action' in srv.last_chat()['messages'][-1]['content']
 
 

@@ -1,24 +1,58 @@
 /**
- * boopiter in the notebook's own UI (JupyterLab 4 and Notebook 7): four small plugins.
+ * boopiter in the notebook's own UI (JupyterLab 4 and Notebook 7): six small plugins.
  *
  *   boopiter-ext:channels     the comm channel to boopiter in each notebook's kernel (IBoopChannels)
- *   boopiter-ext:menu         the brain menu, a settings-based notebook toolbar item ("boopiter-menu")
- *   boopiter-ext:prompt-cells prompt cells: insert command, shortcut P, toolbar button, distinct look
- *   boopiter-ext:renderers    the reply and binding mime renderers
+ *   boopiter-ext:menu         the brain menu, a settings-based notebook toolbar item ("boopiter-menu"),
+ *                             and the command that opens it
+ *   boopiter-ext:prompt-cells prompt cells: insert command, shortcut P, toolbar button, distinct look; the
+ *                             kernel hears the notebook as shown just before one runs
+ *   boopiter-ext:cell-marks   the eye and the pin on every cell (the boop-hide and boop-pin tags), and their commands
+ *   boopiter-ext:dry-run      a prompt cell's dry run: command and cell toolbar button, shown in a dialog
+ *   boopiter-ext:renderers    the reply, binding and widget-placeholder mime renderers
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { Clipboard, ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
+import { Cell } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry, renderMarkdown } from '@jupyterlab/rendermime';
+import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { BoopChannels, IBoopChannels } from './channel';
-import { promptIcon } from './icons';
+import { CellMarks } from './cellmarks';
+import { showDryRun } from './dryrundialog';
+import { dryRunIcon, promptIcon } from './icons';
+import { IUndoableNotebook, oneUndoStep } from './marks';
 import { BrainMenuButton } from './menu';
-import { insertPromptCell, PromptCells } from './promptcells';
-import { bindingRendererFactory, REPLY_RANK, replyRendererFactory } from './reply';
+import { PROMPT_MAGIC } from './prompt';
+import { insertPromptCell, isPromptCell, PromptCells } from './promptcells';
+import { bindingRendererFactory, REPLY_RANK, replyRendererFactory, WIDGET_RANK, widgetPlaceholderFactory } from './reply';
+import { hasTag, HIDE_TAG, PIN_TAG, toggleTag } from './tags';
 
 export const INSERT_PROMPT = 'boopiter:insert-prompt';
+export const OPEN_MENU = 'boopiter:open-menu';
+export const TOGGLE_HIDE = 'boopiter:toggle-hide';
+export const TOGGLE_PIN = 'boopiter:toggle-pin';
+export const DRY_RUN = 'boopiter:dry-run';
 export const MENU_ITEM = 'boopiter-menu';
+const CATEGORY = 'Notebook Operations';
+
+/** The notebook a command acts on: the one whose panel id is `args.notebook`, else the current one. */
+function targetPanel(tracker: INotebookTracker, args: ReadonlyPartialJSONObject): NotebookPanel | null {
+  const id = args.notebook;
+  return (typeof id === 'string' && id ? tracker.find(p => p.id === id) : null) ?? tracker.currentWidget;
+}
+
+/** The cell `args.cellId` names in `panel`, else its active cell. */
+function targetCell(panel: NotebookPanel | null, args: ReadonlyPartialJSONObject): Cell | null {
+  if (!panel) {
+    return null;
+  }
+  const id = args.cellId;
+  if (typeof id === 'string' && id) {
+    return panel.content.widgets.find(c => c.model.id === id) ?? null;
+  }
+  return panel.content.activeCell;
+}
 
 const channels: JupyterFrontEndPlugin<IBoopChannels> = {
   id: 'boopiter-ext:channels',
@@ -32,9 +66,34 @@ const menu: JupyterFrontEndPlugin<void> = {
   id: 'boopiter-ext:menu',
   description: 'The brain menu in the notebook toolbar.',
   autoStart: true,
-  requires: [IBoopChannels, IToolbarWidgetRegistry],
-  activate: (app: JupyterFrontEnd, channels: IBoopChannels, toolbars: IToolbarWidgetRegistry) => {
-    toolbars.addFactory<NotebookPanel>('Notebook', MENU_ITEM, panel => new BrainMenuButton(channels.get(panel)));
+  requires: [IBoopChannels, IToolbarWidgetRegistry, INotebookTracker],
+  optional: [ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    channels: IBoopChannels,
+    toolbars: IToolbarWidgetRegistry,
+    tracker: INotebookTracker,
+    palette: ICommandPalette | null
+  ) => {
+    const buttons = new WeakMap<NotebookPanel, BrainMenuButton>();
+    toolbars.addFactory<NotebookPanel>('Notebook', MENU_ITEM, panel => {
+      const button = new BrainMenuButton(channels.get(panel));
+      buttons.set(panel, button);
+      return button;
+    });
+    app.commands.addCommand(OPEN_MENU, {
+      label: 'Open the Brain Menu',
+      caption: "boopiter's models and settings for this notebook (the brain button in its toolbar)",
+      isEnabled: () => !!tracker.currentWidget,
+      execute: args => {
+        const panel = targetPanel(tracker, args);
+        const button = panel ? buttons.get(panel) : undefined;
+        if (button && !button.isDisposed && button.isAttached) {
+          button.open();
+        }
+      }
+    });
+    palette?.addItem({ command: OPEN_MENU, category: CATEGORY });
   }
 };
 
@@ -63,24 +122,156 @@ const promptCells: JupyterFrontEndPlugin<void> = {
         await insertPromptCell(panel);
       }
     });
-    palette?.addItem({ command: INSERT_PROMPT, category: 'Notebook Operations' });
+    palette?.addItem({ command: INSERT_PROMPT, category: CATEGORY });
+    // a cell that becomes a prompt (or stops being one) shows or hides the dry-run button of the cell toolbar
+    const promptChanged = () => {
+      if (app.commands.hasCommand(DRY_RUN)) {
+        app.commands.notifyCommandChanged(DRY_RUN);
+      }
+    };
     tracker.widgetAdded.connect((_, panel) => {
-      const cells = new PromptCells(panel);
+      const cells = new PromptCells(panel, promptChanged);
       panel.disposed.connect(() => cells.dispose());
       channels.get(panel); // the brain menu's channel connects as the notebook opens, shown or not
     });
+    // before the prompt's execute_request the kernel hears the notebook as shown (unsaved edits, tags), and, when it
+    // has not answered a hello yet (a Run All that loads boopiter above), the hello
+    NotebookActions.executionScheduled.connect((_, { notebook, cell }) => {
+      if (!isPromptCell(cell)) {
+        return;
+      }
+      const panel = tracker.find(p => p.content === notebook);
+      if (panel) {
+        channels.get(panel).promptScheduled();
+      }
+    });
+  }
+};
+
+const cellMarks: JupyterFrontEndPlugin<void> = {
+  id: 'boopiter-ext:cell-marks',
+  description: "The eye and the pin on every cell: hidden from the model, pinned in its context (cell tags).",
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ICommandPalette],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, palette: ICommandPalette | null) => {
+    tracker.widgetAdded.connect((_, panel) => {
+      const marks = new CellMarks(panel);
+      panel.disposed.connect(() => marks.dispose());
+    });
+    /** The code and Markdown cells a toggle acts on: `args.cellId`, else the selection (or the active cell). */
+    const targets = (args: ReadonlyPartialJSONObject): Cell[] => {
+      const panel = targetPanel(tracker, args);
+      if (!panel) {
+        return [];
+      }
+      const nb = panel.content;
+      const cells =
+        typeof args.cellId === 'string' && args.cellId
+          ? [targetCell(panel, args)]
+          : nb.widgets.filter(c => nb.isSelectedOrActive(c));
+      return cells.filter((c): c is Cell => !!c && (c.model.type === 'code' || c.model.type === 'markdown'));
+    };
+    const toggle = (id: string, tag: string, label: string, caption: string) => {
+      app.commands.addCommand(id, {
+        label,
+        caption,
+        isEnabled: () => targets({}).length > 0,
+        isToggled: () => {
+          const cell = tracker.currentWidget?.content.activeCell;
+          return !!cell && hasTag(cell.model, tag);
+        },
+        execute: args => {
+          const cells = targets(args);
+          const shared = targetPanel(tracker, args)?.content.model?.sharedModel as unknown as IUndoableNotebook | undefined;
+          if (cells.length) {
+            oneUndoStep(shared, () =>
+              toggleTag(
+                cells.map(c => c.model),
+                tag
+              )
+            );
+          }
+        }
+      });
+      palette?.addItem({ command: id, category: CATEGORY });
+    };
+    toggle(TOGGLE_HIDE, HIDE_TAG, 'Hide Cell from the Model', 'Never send the selected cells to the model; no tool reads them');
+    toggle(TOGGLE_PIN, PIN_TAG, "Pin Cell in the Model's Context", 'Never drop the selected cells to fit the context window');
+  }
+};
+
+/** A prompt's first line of question (for the dialog's title), shortened. */
+function promptLabel(source: string): string {
+  const line = source
+    .split('\n')
+    .slice(source.startsWith(PROMPT_MAGIC) ? 1 : 0)
+    .find(l => l.trim())
+    ?.trim();
+  return !line ? '' : line.length > 60 ? `${line.slice(0, 59)}…` : line;
+}
+
+const dryRun: JupyterFrontEndPlugin<void> = {
+  id: 'boopiter-ext:dry-run',
+  description: "A prompt cell's dry run: what it would send, and to which model, in a dialog (nothing is sent).",
+  autoStart: true,
+  requires: [INotebookTracker, IBoopChannels],
+  optional: [ICommandPalette],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, channels: IBoopChannels, palette: ICommandPalette | null) => {
+    app.commands.addCommand(DRY_RUN, {
+      label: args => (args.toolbar ? '' : 'Dry Run of the Prompt Cell'),
+      caption: 'Dry run: what this prompt would send, and to which model (nothing is sent to a model)',
+      icon: args => (args.toolbar ? dryRunIcon : undefined),
+      isVisible: args => isPromptCell(targetCell(targetPanel(tracker, args), args)),
+      execute: async args => {
+        const panel = targetPanel(tracker, args);
+        const cell = targetCell(panel, args);
+        if (!panel || !isPromptCell(cell)) {
+          return;
+        }
+        const source = cell.model.sharedModel.getSource();
+        const rm = panel.content.rendermime;
+        await showDryRun(
+          channels.get(panel).preview(source),
+          {
+            renderMarkdown: (host, markdown) =>
+              renderMarkdown({
+                host,
+                source: markdown,
+                trusted: false,
+                sanitizer: rm.sanitizer,
+                resolver: rm.resolver,
+                linkHandler: rm.linkHandler,
+                latexTypesetter: rm.latexTypesetter,
+                markdownParser: rm.markdownParser,
+                shouldTypeset: true
+              }),
+            copy: text => Clipboard.copyToSystem(text)
+          },
+          promptLabel(source)
+        );
+      }
+    });
+    palette?.addItem({ command: DRY_RUN, category: CATEGORY });
   }
 };
 
 const renderers: JupyterFrontEndPlugin<void> = {
   id: 'boopiter-ext:renderers',
-  description: 'Renders streamed replies and the notebook binding.',
+  description: 'Renders streamed replies, the notebook binding, and what stands in for the kernel widgets.',
   autoStart: true,
   requires: [IRenderMimeRegistry, INotebookTracker],
   activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, tracker: INotebookTracker) => {
     rendermime.addFactory(replyRendererFactory(tracker), REPLY_RANK);
     rendermime.addFactory(bindingRendererFactory, REPLY_RANK);
+    const openMenu = (from: HTMLElement) => {
+      const panel = tracker.find(p => p.node.contains(from)) ?? tracker.currentWidget;
+      if (panel && app.commands.hasCommand(OPEN_MENU)) {
+        void app.commands.execute(OPEN_MENU, { notebook: panel.id });
+      }
+    };
+    rendermime.addFactory(widgetPlaceholderFactory(openMenu), WIDGET_RANK);
   }
 };
 
-export default [channels, menu, promptCells, renderers];
+export default [channels, menu, promptCells, cellMarks, dryRun, renderers];

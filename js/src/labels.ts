@@ -6,7 +6,7 @@
  */
 
 import { ChannelState, effectiveSettings } from './channelstate';
-import { Binding, MenuState, ModelEntry, ReplyData } from './protocol';
+import { Answering, Binding, MenuState, ModelEntry, ReplyData } from './protocol';
 
 export type Tone = 'info' | 'warn' | 'error' | 'success' | 'progress' | 'muted';
 
@@ -86,7 +86,7 @@ const STATUS_BADGES: { [status: string]: Badge } = {
 };
 
 /** The badges a reply shows at a glance: how it ended, whether it was reused or cut off. */
-export function replyBadges(r: Pick<ReplyData, 'status' | 'reused' | 'finish_reason'>): Badge[] {
+export function replyBadges(r: Pick<ReplyData, 'status' | 'reused' | 'kept' | 'finish_reason'>): Badge[] {
   const out: Badge[] = [];
   if (r.reused) {
     out.push({
@@ -94,6 +94,14 @@ export function replyBadges(r: Pick<ReplyData, 'status' | 'reused' | 'finish_rea
       label: 'reused',
       tone: 'info',
       title: 'The saved reply to this same conversation, shown again (not asked again)'
+    });
+  }
+  if (r.kept) {
+    out.push({
+      icon: '↺',
+      label: 'kept',
+      tone: 'info',
+      title: `Written by another model and kept: this notebook now answers with ${r.kept}. Ask again with %%prompt --fresh.`
     });
   }
   const status = STATUS_BADGES[r.status];
@@ -175,9 +183,16 @@ export function offlineLines(menu: MenuState): string[] {
 }
 
 /** "answering: qwen3:8b (notebook binding) · 40,960-token context · 5.2 GB · models: 3 ollama, 1 local". */
+/** Who answers and why: `auto → X (why)` when the kernel chose by itself, else `X (why)`. */
+export function answeringText(a: Pick<Answering, 'model' | 'why' | 'auto'>): string {
+  const auto = a.auto && a.model && a.why.startsWith('auto: ');
+  const why = auto ? a.why.slice('auto: '.length) : a.why;
+  return `${auto ? 'auto → ' : ''}${a.model || 'none available'}${why ? ` (${why})` : ''}`;
+}
+
 export function statusLine(menu: MenuState): string {
   const a = menu.answering;
-  const bits = [`answering: ${a.model || 'none available'}${a.why ? ` (${a.why})` : ''}`];
+  const bits = [`answering: ${answeringText(a)}`];
   if (a.reasoning) {
     bits.push('reasoning');
   }

@@ -8,112 +8,63 @@
 
 import { Cell } from '@jupyterlab/cells';
 import { NotebookPanel } from '@jupyterlab/notebook';
-import { IDisposable } from '@lumino/disposable';
+import { CellFollower } from './cellfollower';
 import { isPromptSource, PROMPT_MIME, PROMPT_PREFIX, PROMPT_TEMPLATE, touchesPrefix } from './prompt';
 
 export const PROMPT_CLASS = 'boop-PromptCell';
 
-export class PromptCells implements IDisposable {
-  constructor(panel: NotebookPanel) {
-    this._panel = panel;
-    panel.content.modelChanged.connect(this._onModel, this);
-    this._onModel();
+/** The prompt cells of one notebook view: each code cell's look and editor mode follow its source. */
+export class PromptCells extends CellFollower<Cell> {
+  /** `changed(cell)`: a cell became a prompt cell or stopped being one. */
+  constructor(panel: NotebookPanel, changed: (cell: Cell) => void = () => undefined) {
+    super(panel.content, cell => cell.model.type === 'code', cell => watchPrompt(panel, cell, changed));
   }
+}
 
-  get isDisposed(): boolean {
-    return this._disposed;
+/** Keep `cell`'s class and mode in step with its source (and put the mode back when the notebook resets it). */
+function watchPrompt(panel: NotebookPanel, cell: Cell, changed: (cell: Cell) => void): () => void {
+  const model = cell.model;
+  const apply = () => applyPrompt(panel, cell, changed);
+  const onSource = (_: unknown, change: { sourceChange?: ReadonlyArray<{ retain?: number }> | null }) => {
+    if (change.sourceChange && touchesPrefix(change.sourceChange)) {
+      apply();
+    }
+  };
+  model.sharedModel.changed.connect(onSource as any);
+  model.mimeTypeChanged.connect(apply);
+  apply();
+  return () => {
+    if (!model.isDisposed) {
+      model.sharedModel.changed.disconnect(onSource as any);
+      model.mimeTypeChanged.disconnect(apply);
+    }
+  };
+}
+
+function applyPrompt(panel: NotebookPanel, cell: Cell, changed: (cell: Cell) => void): void {
+  if (cell.isDisposed || cell.model.isDisposed) {
+    return;
   }
-
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    this._panel.content.modelChanged.disconnect(this._onModel, this);
-    this._panel.content.model?.cells.changed.disconnect(this._schedule, this);
-    for (const release of this._tracked.values()) {
-      release();
-    }
-    this._tracked.clear();
-  }
-
-  /** Look at every code cell (new ones get their watchers). */
-  sync(): void {
-    if (this._disposed) {
-      return;
-    }
-    const alive = new Set<Cell>();
-    for (const cell of this._panel.content.widgets) {
-      if (cell.model.type !== 'code') {
-        continue;
-      }
-      alive.add(cell);
-      if (!this._tracked.has(cell)) {
-        this._tracked.set(cell, this._watch(cell));
-      }
-      this._apply(cell);
-    }
-    for (const [cell, release] of this._tracked) {
-      if (!alive.has(cell)) {
-        release();
-        this._tracked.delete(cell);
-      }
-    }
-  }
-
-  private _onModel(): void {
-    this._panel.content.model?.cells.changed.connect(this._schedule, this);
-    this._schedule();
-  }
-
-  private _schedule(): void {
-    if (this._scheduled) {
-      return;
-    }
-    this._scheduled = true;
-    // after the notebook has made the widgets of the cells that changed
-    void Promise.resolve().then(() => {
-      this._scheduled = false;
-      this.sync();
-    });
-  }
-
-  private _watch(cell: Cell): () => void {
-    const model = cell.model;
-    const onSource = (_: unknown, change: { sourceChange?: ReadonlyArray<{ retain?: number }> | null }) => {
-      if (change.sourceChange && touchesPrefix(change.sourceChange)) {
-        this._apply(cell);
-      }
-    };
-    const onMime = () => this._apply(cell);
-    model.sharedModel.changed.connect(onSource as any);
-    model.mimeTypeChanged.connect(onMime);
-    return () => {
-      if (!model.isDisposed) {
-        model.sharedModel.changed.disconnect(onSource as any);
-        model.mimeTypeChanged.disconnect(onMime);
-      }
-    };
-  }
-
-  private _apply(cell: Cell): void {
-    if (cell.isDisposed || cell.model.isDisposed) {
-      return;
-    }
-    const prompt = isPromptSource(cell.model.sharedModel.getSource().slice(0, PROMPT_PREFIX));
+  const prompt = startsPrompt(cell);
+  if (cell.hasClass(PROMPT_CLASS) !== prompt) {
     cell.toggleClass(PROMPT_CLASS, prompt);
-    const mime = cell.model.mimeType;
-    if (prompt && mime !== PROMPT_MIME) {
-      cell.model.mimeType = PROMPT_MIME;
-    } else if (!prompt && mime === PROMPT_MIME) {
-      cell.model.mimeType = this._panel.content.codeMimetype;
-    }
+    changed(cell);
   }
+  const mime = cell.model.mimeType;
+  if (prompt && mime !== PROMPT_MIME) {
+    cell.model.mimeType = PROMPT_MIME;
+  } else if (!prompt && mime === PROMPT_MIME) {
+    cell.model.mimeType = panel.content.codeMimetype;
+  }
+}
 
-  private _panel: NotebookPanel;
-  private _tracked = new Map<Cell, () => void>();
-  private _scheduled = false;
-  private _disposed = false;
+/** Whether `cell` is a prompt cell: a code cell whose source starts with `%%prompt`. */
+export function isPromptCell(cell: Cell | null | undefined): cell is Cell {
+  return !!cell && !cell.isDisposed && cell.model.type === 'code' && startsPrompt(cell);
+}
+
+function startsPrompt(cell: Cell): boolean {
+  return isPromptSource(cell.model.sharedModel.getSource().slice(0, PROMPT_PREFIX));
 }
 
 /** Insert a prompt cell below the active cell and put the cursor on its second line, in edit mode. */

@@ -1,15 +1,24 @@
 /**
  * The messages boopiter's kernel half and this frontend exchange, and the mime bundles it renders.
  *
- * One comm target, `boopiter`, in both directions (kernel side: `boopiter_ext/channel.py`):
+ * One comm target, `boopiter`, in both directions (kernel side: `boopiter_ext/channel.py`, whose docstring is
+ * authoritative):
  *
- *   frontend → kernel   {type: 'hello', version, binding}  (on every kernel connection: the open data of the comm
- *                                                        the frontend opens, or the first message on a comm the
- *                                                        kernel opened when boopiter loaded)
+ *   frontend → kernel   {type: 'hello', version, binding, cells}  (on every kernel connection: the open data of the
+ *                                                        comm the frontend opens, or the first message on a comm
+ *                                                        the kernel opened when boopiter loaded)
+ *                       {type: 'notebook', cells}             (the notebook as shown, unsaved edits and tags
+ *                                                        included: on changes, and before a prompt cell runs)
  *                       {type: 'refresh'}                    (list the models again)
  *                       {type: 'pick', changes}              (a null value removes that pick)
+ *                       {type: 'preview', id, source}        (a prompt cell's dry run)
+ *                       {type: 'edit_result', id, ok, message} (what the notebook did with an `edit`)
  *   kernel → frontend   {type: 'state', version, state}      (after hello, pick, refresh, any settings change)
  *                       {type: 'binding', binding}           (after a pick: saved in `metadata.boopiter.binding`)
+ *                       {type: 'preview', id, markdown, text} (the dry run: Markdown rendered untrusted)
+ *                       {type: 'edit', id, op: 'add', after, source, cell_type}
+ *                       {type: 'edit', id, op: 'edit', cell, source, expect}  (a change the model's notebook
+ *                                                        tools ask for, confirmed in the kernel already)
  *                       {type: 'error', message}
  *
  * Everything that arrives is untrusted data: `parseKernelMessage` and `cleanBinding` keep only
@@ -20,9 +29,18 @@ export const COMM_TARGET = 'boopiter';
 export const PROTOCOL_VERSION = 1;
 export const REPLY_MIME = 'application/vnd.boopiter.reply+json';
 export const SETTINGS_MIME = 'application/vnd.boopiter.settings+json';
+/** What the kernel adds to its ipywidget outputs (the widget menu, Run buttons): `{version, kind}`; drawn instead. */
+export const WIDGET_MIME = 'application/vnd.boopiter.widget+json';
 /** The notebook metadata key: `{binding?: Binding}`; its presence means the notebook uses boopiter. */
 export const METADATA_KEY = 'boopiter';
-export const LOAD_CODE = '%load_ext boopiter_ext';
+/**
+ * What the menu's "Load boopiter" runs (silently): `%load_ext boopiter_ext`, except that the notebook's own later
+ * `%load_ext boopiter_ext` cell adopts this load quietly instead of printing "already loaded" on every Run All
+ * (`boopiter_ext._frontend_load`; a kernel with an older boopiter_ext gets the plain `%load_ext`).
+ */
+export const LOAD_CODE =
+  '(lambda m, ip: m._frontend_load(ip) if hasattr(m, "_frontend_load") else ' +
+  'ip.run_line_magic("load_ext", m.__name__))(__import__("boopiter_ext"), get_ipython())';
 
 export type Think = 'l' | 'm' | 'h' | 'off';
 
@@ -59,6 +77,8 @@ export interface ModelEntry {
 export interface Answering {
   model: string;
   why: string;
+  /** Nothing is picked: the kernel chose `model` by itself, and `why` says `auto: why this one`. */
+  auto: boolean;
   context_length?: number;
   size?: number;
   reasoning: boolean;
@@ -100,10 +120,34 @@ export interface MenuState {
   offered_tools: string[];
 }
 
+/** One cell as the frontend shows it (nbformat's `cell_type`; only code and Markdown cells are sent). */
+export interface ShownCell {
+  id: string;
+  cell_type: 'code' | 'markdown';
+  source: string;
+  tags: string[];
+}
+
 export interface IHelloMessage {
   type: 'hello';
   version: number;
   binding: Binding | null;
+  cells: ShownCell[];
+}
+export interface INotebookMessage {
+  type: 'notebook';
+  cells: ShownCell[];
+}
+export interface IPreviewRequest {
+  type: 'preview';
+  id: string;
+  source: string;
+}
+export interface IEditResultMessage {
+  type: 'edit_result';
+  id: string;
+  ok: boolean;
+  message: string;
 }
 export interface IRefreshMessage {
   type: 'refresh';
@@ -112,7 +156,13 @@ export interface IPickMessage {
   type: 'pick';
   changes: BindingChanges;
 }
-export type FrontendMessage = IHelloMessage | IRefreshMessage | IPickMessage;
+export type FrontendMessage =
+  | IHelloMessage
+  | INotebookMessage
+  | IRefreshMessage
+  | IPickMessage
+  | IPreviewRequest
+  | IEditResultMessage;
 
 export interface IStateMessage {
   type: 'state';
@@ -127,7 +177,46 @@ export interface IErrorMessage {
   type: 'error';
   message: string;
 }
-export type KernelMessage = IStateMessage | IBindingMessage | IErrorMessage;
+/** A dry run: what a prompt would send, as Markdown (rendered untrusted) and as plain text. */
+export interface IPreview {
+  markdown: string;
+  text: string;
+}
+/** A dry run's answer. */
+export interface IPreviewMessage {
+  type: 'preview';
+  id: string;
+  markdown: string;
+  text: string;
+}
+export interface IAddCellEdit {
+  type: 'edit';
+  id: string;
+  op: 'add';
+  /** The id of the cell the new one goes below. */
+  after: string;
+  source: string;
+  cell_type: 'code' | 'markdown';
+}
+export interface IEditCellEdit {
+  type: 'edit';
+  id: string;
+  op: 'edit';
+  /** The id of the cell whose text is replaced. */
+  cell: string;
+  source: string;
+  /** The cell's text as the model read it: the edit is refused unless the cell still holds exactly this. */
+  expect: string;
+}
+/** An edit the kernel asks for whose fields are missing or wrong: answered with a refusal. */
+export interface IBadEdit {
+  type: 'edit';
+  id: string;
+  op: 'invalid';
+  problem: string;
+}
+export type IEditMessage = IAddCellEdit | IEditCellEdit | IBadEdit;
+export type KernelMessage = IStateMessage | IBindingMessage | IErrorMessage | IPreviewMessage | IEditMessage;
 
 // -- reply bundles (application/vnd.boopiter.reply+json)
 
@@ -154,9 +243,13 @@ export interface ReplyData {
   note?: string;
   warning?: string;
   reused: boolean;
+  /** A saved reply kept although another model answers now: that model's id. */
+  kept?: string;
   summary: string;
   details: string[];
   cell_id?: string;
+  /** Python blocks of this answer the tool loop (auto mode) ran already: offered without "Insert and run". */
+  ran_blocks?: string[];
 }
 
 export interface ToolStep {
@@ -298,7 +391,7 @@ export function parseMenuState(v: unknown): MenuState | null {
       }
     }
   }
-  const answering: Answering = { model: str(a.model), why: str(a.why), reasoning: bool(a.reasoning) };
+  const answering: Answering = { model: str(a.model), why: str(a.why), auto: bool(a.auto), reasoning: bool(a.reasoning) };
   const ctx = num(a.context_length);
   const size = num(a.size);
   if (ctx !== undefined) {
@@ -353,9 +446,73 @@ export function parseKernelMessage(data: unknown): KernelMessage | null {
       return { type: 'binding', binding: cleanBinding(data.binding) };
     case 'error':
       return { type: 'error', message: str(data.message, 'error') || 'error' };
+    case 'preview':
+      return typeof data.id === 'string' && data.id
+        ? { type: 'preview', id: data.id, markdown: str(data.markdown), text: str(data.text) }
+        : null;
+    case 'edit':
+      return parseEdit(data);
     default:
       return null;
   }
+}
+
+const CELL_TYPES: readonly string[] = ['code', 'markdown'];
+
+/** An `edit` request, checked; one with an id but bad fields becomes `op: 'invalid'` (refused, with the reason). */
+function parseEdit(data: Json): IEditMessage | null {
+  const id = data.id;
+  if (typeof id !== 'string' || !id) {
+    return null; // nothing to answer to
+  }
+  const bad = (problem: string): IBadEdit => ({ type: 'edit', id, op: 'invalid', problem });
+  const strings = (...keys: string[]) => keys.find(k => typeof data[k] !== 'string');
+  if (data.op === 'add') {
+    const missing = strings('after', 'source');
+    if (missing) {
+      return bad(`\`${missing}\` must be text`);
+    }
+    const cellType = data.cell_type ?? 'code';
+    if (typeof cellType !== 'string' || !CELL_TYPES.includes(cellType)) {
+      return bad("`cell_type` must be 'code' or 'markdown'");
+    }
+    return {
+      type: 'edit',
+      id,
+      op: 'add',
+      after: data.after as string,
+      source: data.source as string,
+      cell_type: cellType as 'code' | 'markdown'
+    };
+  }
+  if (data.op === 'edit') {
+    const missing = strings('cell', 'source', 'expect');
+    if (missing) {
+      return bad(`\`${missing}\` must be text`);
+    }
+    return {
+      type: 'edit',
+      id,
+      op: 'edit',
+      cell: data.cell as string,
+      source: data.source as string,
+      expect: data.expect as string
+    };
+  }
+  return bad(`unknown op ${JSON.stringify(typeof data.op === 'string' ? data.op.slice(0, 40) : data.op ?? null)}`);
+}
+
+/** The kernel's widget placeholder (`WIDGET_MIME`): which widget it stands for; null if unreadable. */
+export interface WidgetPlaceholder {
+  version: number;
+  kind: string;
+}
+
+export function parseWidgetPlaceholder(data: unknown): WidgetPlaceholder | null {
+  if (!isObject(data) || typeof data.kind !== 'string') {
+    return null;
+  }
+  return { version: num(data.version) ?? 1, kind: data.kind };
 }
 
 /** A reply bundle with every field of its kind present and typed; null if it is not one. */
@@ -403,10 +560,14 @@ export function parseReplyBundle(data: unknown): ReplyBundle | null {
     summary: str(data.summary),
     details: strings(data.details)
   };
-  for (const k of ['finish_reason', 'note', 'warning', 'cell_id'] as const) {
+  for (const k of ['finish_reason', 'note', 'warning', 'cell_id', 'kept'] as const) {
     if (typeof data[k] === 'string' && data[k]) {
       reply[k] = data[k] as string;
     }
+  }
+  const ran = strings(data.ran_blocks);
+  if (ran.length) {
+    reply.ran_blocks = ran;
   }
   return reply;
 }

@@ -1,6 +1,7 @@
 /**
- * The mime renderers: the streamed reply (`application/vnd.boopiter.reply+json`) and the binding
- * line (`application/vnd.boopiter.settings+json`). Both are `safe`: model text goes through
+ * The mime renderers: the streamed reply (`application/vnd.boopiter.reply+json`), the binding line
+ * (`application/vnd.boopiter.settings+json`) and the kernel's widget placeholders
+ * (`application/vnd.boopiter.widget+json`). All are `safe`: model text goes through
  * `renderMarkdown` untrusted (Jupyter's sanitizer) or in as text, so they render in untrusted
  * notebooks too. `renderModel` is called again on the same renderer for every
  * `update_display_data`: updates are coalesced to one per animation frame.
@@ -16,7 +17,8 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { brainIcon } from './icons';
 import { bindingText } from './labels';
-import { cleanBinding, parseReplyBundle, REPLY_MIME, ReplyBundle, SETTINGS_MIME } from './protocol';
+import { drawPlaceholder, PLACEHOLDER_CLASS } from './placeholder';
+import { cleanBinding, parseReplyBundle, REPLY_MIME, ReplyBundle, SETTINGS_MIME, WIDGET_MIME } from './protocol';
 import { IReplyActions, ReplyView } from './replyview';
 
 const ICONS = { insert: addBelowIcon, run: runIcon, copy: copyIcon, stop: stopIcon };
@@ -43,12 +45,20 @@ export function findCell(tracker: INotebookTracker, node: HTMLElement, cellId?: 
     }
   });
   if (!found && cellId) {
+    // shown outside its cell (a separate output view): the prompt cell the kernel named, in the current notebook
+    // first (a copy of a notebook has the same cell ids)
+    const panels: NotebookPanel[] = [];
     tracker.forEach(panel => {
-      const cell = found ? undefined : panel.content.widgets.find(c => c.model.id === cellId);
-      if (cell) {
-        found = { panel, cell };
-      }
+      panels.push(panel);
     });
+    const current = tracker.currentWidget;
+    panels.sort((a, b) => Number(b === current) - Number(a === current));
+    for (const panel of panels) {
+      const cell = panel.content.widgets.find(c => c.model.id === cellId);
+      if (cell) {
+        return { panel, cell };
+      }
+    }
   }
   return found;
 }
@@ -237,3 +247,41 @@ export const bindingRendererFactory: IRenderMime.IRendererFactory = {
   defaultRank: REPLY_RANK,
   createRenderer: () => new BindingRenderer()
 };
+
+/** @jupyter-widgets/jupyterlab-manager ranks the widget view at -10 (and `safe: false`): the placeholder comes first. */
+export const WIDGET_RANK = -20;
+
+/** The bundle's text/plain as one string (a list of lines in a saved notebook). */
+function plainText(data: IRenderMime.IMimeModel['data']): string {
+  const t = data['text/plain'];
+  return typeof t === 'string' ? t : Array.isArray(t) ? t.filter(x => typeof x === 'string').join('') : '';
+}
+
+/** Draws `WIDGET_MIME` instead of the kernel's ipywidget (see `placeholder.ts`). */
+export class WidgetPlaceholderRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(openMenu: (from: HTMLElement) => void) {
+    super();
+    this.addClass(PLACEHOLDER_CLASS);
+    this._openMenu = openMenu;
+  }
+
+  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    drawPlaceholder(this.node, model.data[WIDGET_MIME], plainText(model.data), {
+      icon: () => brainIcon.element({ tag: 'span' }),
+      openMenu: () => this._openMenu(this.node)
+    });
+    return Promise.resolve();
+  }
+
+  private _openMenu: (from: HTMLElement) => void;
+}
+
+/** `openMenu(node)`: open the brain menu of the notebook that shows `node`. */
+export function widgetPlaceholderFactory(openMenu: (from: HTMLElement) => void): IRenderMime.IRendererFactory {
+  return {
+    safe: true,
+    mimeTypes: [WIDGET_MIME],
+    defaultRank: WIDGET_RANK,
+    createRenderer: () => new WidgetPlaceholderRenderer(openMenu)
+  };
+}

@@ -187,6 +187,22 @@ export function addCodeActions(host: HTMLElement, inNotebook: boolean, icon: Ico
   }
 }
 
+/**
+ * Blocks the tool loop ran already (their text, trimmed, in `ran`) lose "Insert and run": a click would run the
+ * calls a second time. Insert and Copy stay.
+ */
+export function markRanBlocks(host: HTMLElement, ran: ReadonlySet<string>): void {
+  if (!ran.size) {
+    return;
+  }
+  for (const wrap of Array.from(host.querySelectorAll('.boop-Code'))) {
+    if (ran.has(codeOf(wrap).trim())) {
+      wrap.classList.add('boop-mod-ran');
+      wrap.querySelector('[data-boop-action="run"]')?.remove();
+    }
+  }
+}
+
 function codeOf(wrap: Element): string {
   const pre = wrap.querySelector('pre');
   const text = pre?.textContent ?? '';
@@ -296,6 +312,7 @@ export class ReplyView {
     this._queue = [];
     this._tracker = new BlockTracker();
     this._steps = [];
+    this._ran = new Set();
     this._follower.stop();
     this._stopTimer();
   }
@@ -326,7 +343,12 @@ export class ReplyView {
     }
     p.reasoning.classList.toggle('boop-mod-streaming', r.reasoning_streaming);
 
-    // the answer, block by block
+    // the answer, block by block; the blocks the tool loop ran lose "Insert and run" (their list comes at the end)
+    const ran = (r.ran_blocks ?? []).map(b => b.trim());
+    if (ran.some(b => !this._ran.has(b))) {
+      this._ran = new Set(ran);
+      markRanBlocks(p.body, this._ran);
+    }
     this._blocks(r.markdown, !live);
 
     // notes, warning, details
@@ -638,6 +660,7 @@ export class ReplyView {
     }
     demoteHeadings(host);
     addCodeActions(host, this._inNotebook(), this._hooks.icon);
+    markRanBlocks(host, this._ran);
     slot.el.replaceChildren(host);
     slot.shown = source;
     slot.shownFence = false;
@@ -867,6 +890,8 @@ export class ReplyView {
   private _wake = 0;
   private _idleWaiters: (() => void)[] = [];
   private _steps: { li: HTMLElement; details: HTMLDetailsElement; key: string }[] = [];
+  /** The trimmed text of the blocks the tool loop ran (`ran_blocks`). */
+  private _ran = new Set<string>();
   private _follower: StreamFollower;
   private _attached = false;
   private _timer = 0;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { INITIAL, reduce } from '../src/channelstate';
 import {
+  answeringText,
   bindingText,
   buttonLabel,
   capabilities,
@@ -36,6 +37,8 @@ describe('reply badges', () => {
     const b = (status: string, extra = {}) => replyBadges({ status: status as any, reused: false, ...extra }).map(x => x.label);
     expect(b('done')).toEqual([]);
     expect(b('done', { reused: true })).toEqual(['reused']);
+    expect(b('done', { kept: 'qwen3:8b' })).toEqual(['kept']);
+    expect(replyBadges({ status: 'done', reused: false, kept: 'qwen3:8b' })[0].title).toContain('now answers with qwen3:8b');
     expect(b('interrupted')).toEqual(['interrupted']);
     expect(b('error')).toEqual(['failed']);
     expect(b('stalled')).toEqual(['timed out']);
@@ -89,6 +92,13 @@ const MENU = parseMenuState({
 describe('menu labels', () => {
   it('statusLine says who answers, why, and what is in reach', () => {
     expect(statusLine(MENU)).toBe('answering: qwen3:8b (notebook binding) · 40,960-token context · 5.2 GB · models: 2 ollama, 1 endpoint');
+  });
+
+  it('an automatic choice reads auto → model, with its reason once', () => {
+    const a = { model: 'gemma3:4b', why: 'auto: the first of 3 chat models', auto: true };
+    expect(answeringText(a)).toBe('auto → gemma3:4b (the first of 3 chat models)');
+    expect(answeringText({ ...a, auto: false, why: 'notebook binding' })).toBe('gemma3:4b (notebook binding)');
+    expect(answeringText({ model: '', why: 'no model in reach', auto: true })).toBe('none available (no model in reach)');
   });
 
   it('capabilities and descriptions', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cleanBinding, parseKernelMessage, parseMenuState, parseReplyBundle } from '../src/protocol';
+import { cleanBinding, parseKernelMessage, parseMenuState, parseReplyBundle, parseWidgetPlaceholder } from '../src/protocol';
 
 const STATE = {
   answering: { model: 'qwen3:8b', why: 'notebook binding', context_length: 40960, size: 5.2e9, reasoning: false },
@@ -71,5 +71,62 @@ describe('parseReplyBundle', () => {
   it('is null for what is not an object', () => {
     expect(parseReplyBundle('x')).toBeNull();
     expect(parseReplyBundle(null)).toBeNull();
+  });
+});
+
+describe('preview, edit and widget messages', () => {
+  it('reads a dry run answer by its id', () => {
+    expect(parseKernelMessage({ type: 'preview', id: 'p1', markdown: '*m*', text: 't', extra: 1 })).toEqual({
+      type: 'preview',
+      id: 'p1',
+      markdown: '*m*',
+      text: 't'
+    });
+    expect(parseKernelMessage({ type: 'preview', id: 'p1', markdown: 3 })).toEqual({ type: 'preview', id: 'p1', markdown: '', text: '' });
+    expect(parseKernelMessage({ type: 'preview', markdown: 'x' })).toBeNull(); // nothing to match it to
+  });
+
+  it('reads the two edits, and turns a bad one into a refusal it can answer', () => {
+    expect(parseKernelMessage({ type: 'edit', id: 'e', op: 'add', after: 'c1', source: 's', cell_type: 'markdown' })).toEqual({
+      type: 'edit',
+      id: 'e',
+      op: 'add',
+      after: 'c1',
+      source: 's',
+      cell_type: 'markdown'
+    });
+    expect(parseKernelMessage({ type: 'edit', id: 'e', op: 'edit', cell: 'c1', source: 's', expect: 'old' })).toMatchObject({
+      op: 'edit',
+      cell: 'c1',
+      expect: 'old'
+    });
+    expect(parseKernelMessage({ type: 'edit', id: 'e', op: 'edit', cell: 'c1', source: 's' })).toEqual({
+      type: 'edit',
+      id: 'e',
+      op: 'invalid',
+      problem: '`expect` must be text'
+    });
+    expect(parseKernelMessage({ type: 'edit', id: 'e', op: 'add', after: 1, source: 's' })).toMatchObject({ op: 'invalid' });
+    expect(parseKernelMessage({ type: 'edit', id: 'e' })).toMatchObject({ op: 'invalid', problem: 'unknown op null' });
+    expect(parseKernelMessage({ type: 'edit', op: 'add', after: 'c', source: '' })).toBeNull(); // no id: nothing to answer
+  });
+
+  it('ignores the announce a kernel opens its comm with', () => {
+    expect(parseKernelMessage({ type: 'announce', version: 1 })).toBeNull();
+  });
+
+  it('reads a widget placeholder', () => {
+    expect(parseWidgetPlaceholder({ version: 1, kind: 'menu' })).toEqual({ version: 1, kind: 'menu' });
+    expect(parseWidgetPlaceholder({ kind: 'code_actions' })).toEqual({ version: 1, kind: 'code_actions' });
+    expect(parseWidgetPlaceholder({ version: 1 })).toBeNull();
+    expect(parseWidgetPlaceholder('menu')).toBeNull();
+  });
+});
+
+describe('interim reply updates', () => {
+  it('need no text/markdown and keep the prompt cell id', () => {
+    const interim = parseReplyBundle({ version: 1, kind: 'reply', model: 'm', status: 'streaming', cell_id: 'c7' });
+    expect(interim).toMatchObject({ kind: 'reply', status: 'streaming', markdown: '', cell_id: 'c7', details: [] });
+    expect(parseReplyBundle({ kind: 'reply', status: 'done', markdown: 'x', cell_id: '' })).not.toHaveProperty('cell_id');
   });
 });

@@ -99,6 +99,23 @@ describe('ReplyView', () => {
     expect(insert).toHaveBeenLastCalledWith('ls', false);
   });
 
+  it('offers no Insert and run for the blocks the tool loop ran (listed once the round ran)', async () => {
+    const { view } = makeView({ insert: async () => undefined, stop: async () => undefined });
+    const md = 'Let me look.\n\n```python\nread_cell("c1")\n```\n\n```python\nprint(2)\n```';
+    const actions = () =>
+      Array.from(view.node.querySelectorAll('.boop-CodeActions'), bar =>
+        Array.from(bar.querySelectorAll('button'), b => b.dataset.boopAction)
+      );
+    await view.update(reply(md, { status: 'done' }));
+    expect(actions()).toEqual([['insert', 'run', 'copy'], ['insert', 'run', 'copy']]);
+    await view.update(reply(md, { status: 'done', ran_blocks: ['read_cell("c1")\n'] })); // the same blocks, not re-rendered
+    expect(actions()).toEqual([['insert', 'copy'], ['insert', 'run', 'copy']]);
+    expect(view.node.querySelector('.boop-Code')!.classList.contains('boop-mod-ran')).toBe(true);
+    const { view: later } = makeView({ insert: async () => undefined, stop: async () => undefined });
+    await later.update(reply(md, { status: 'done', ran_blocks: ['read_cell("c1")'] })); // known before rendering
+    expect(Array.from(later.node.querySelectorAll('.boop-CodeActions'), b => b.querySelectorAll('button').length)).toEqual([2, 3]);
+  });
+
   it('keeps the reasoning and details sections open or closed across updates', async () => {
     const { view } = makeView();
     await view.update(reply('', { reasoning: 'Let me think', reasoning_label: 'Reasoning · 3 words', reasoning_streaming: true }));
@@ -164,6 +181,17 @@ describe('ReplyView', () => {
     document.body.append(view.node);
     await view.update(reply('```python\nx\n```', { status: 'done' }));
     expect(Array.from(view.node.querySelectorAll('.boop-CodeActions button')).map(b => (b as HTMLElement).dataset.boopAction)).toEqual(['copy']);
+  });
+
+  it('draws an interim update that carries no Markdown yet, then the final one', async () => {
+    const { view, render } = makeView();
+    // a streaming update may come without text/markdown (only the final one has it): the view reads only its own data
+    await view.update(parseReplyBundle({ kind: 'reply', model: 'm', status: 'streaming', reasoning: 'thinking', reasoning_streaming: true, cell_id: 'c7' })!);
+    expect(render).not.toHaveBeenCalled();
+    expect(view.node.querySelectorAll('.boop-Block').length).toBe(0);
+    await view.update(reply('Done.', { status: 'done', cell_id: 'c7' }));
+    expect(render).toHaveBeenCalledTimes(1);
+    expect(view.node.querySelector('.boop-Reply-body')!.textContent).toBe('Done.');
   });
 
   it('summarises a tool loop in one collapsed line', async () => {
