@@ -150,9 +150,11 @@ class CellRecorder:
         o['text'].append(text)
         o['_chars'] += len(text)
         if o['_chars'] > 3 * _KEEP:  # far beyond anything `clip` sends: keep head and tail, amortised O(1)
-            s = ''.join(o['text'])
-            marker = f'\n… [{len(s) - 2*_KEEP:,} characters not kept] …\n'
-            o['text'], o['_chars'] = [s[:_KEEP], marker, s[-_KEEP:]], 2*_KEEP + len(marker)
+            if '_dropped' in o: head, rest = o['text'][0], ''.join(o['text'][2:])   # cut before: the head stays
+            else: s = ''.join(o['text']); head, rest = s[:_KEEP], s[_KEEP:]
+            o['_dropped'] = o.get('_dropped', 0) + len(rest) - _KEEP
+            marker = f'\n… [{o["_dropped"]:,} characters not kept] …\n'
+            o['text'], o['_chars'] = [head, marker, rest[-_KEEP:]], 2*_KEEP + len(marker)
 
     def _record(self, kind, content):
         "Apply one display message (`display_data`, `update_display_data`, `clear_output`) to the records."

@@ -127,11 +127,14 @@ class BoopMagics(Magics):
             from .readiness import Readiness
             self.readiness = Readiness(self.assistant, self.shell)
             self.readiness.start()
+            atexit.register(self.readiness.stop)   # runs before `assistant.close`: no engine is started after it
 
     def stop(self):
         "Undo `start`: stop recording, close the channel and the brain menu, the HTTP sessions and the embedded model."
         self.recorder.unregister()
-        if self.readiness is not None: self.readiness.stop()
+        if self.readiness is not None:
+            atexit.unregister(self.readiness.stop)
+            self.readiness.stop()
         if self.channel is not None: self.channel.unregister()
         self.assistant.edit = None
         if self._toolbar is not None: self._toolbar.close()

@@ -25,7 +25,7 @@ Ollama at start and after a pick only: a cell's pass sends Ollama nothing.
 
 __all__ = ['Readiness', 'next_prompt', 'known_question', 'prefix']
 
-import hashlib, json, logging, re, threading, uuid
+import hashlib, json, logging, re, sys, threading, uuid
 from time import monotonic
 from .context import Cell, order_cells, prompt_text
 from .errors import BoopError
@@ -181,7 +181,9 @@ class Readiness:
                 upto = self._asked
             try: self._pass()
             except BoopError as e: log.debug('boopiter_ext: getting the model ready failed: %s', e)   # the prompt will say
-            except Exception: log.warning('boopiter_ext: getting the model ready failed', exc_info=True)
+            except Exception:
+                if self._quit.is_set() or sys.is_finalizing(): return   # the process is ending: nothing to get ready for
+                log.warning('boopiter_ext: getting the model ready failed', exc_info=True)
             with self.done:
                 self.passes, self._served = self.passes + 1, upto
                 self.done.notify_all()
@@ -194,7 +196,7 @@ class Readiness:
         if route_name(model) == 'ollama':
             if picked_model(s)[0]: self._load_ollama(model, s, nb)
             return
-        if route_name(model) != 'local': return
+        if route_name(model) != 'local' or self._quit.is_set(): return
         self.assistant.router.local.ensure()   # a prompt that comes meanwhile waits for this start: none is lost
         if (held := self._settled()) is None or (got := self._answering()) is None: return   # settings may have moved
         model, s, nb = got

@@ -86,6 +86,7 @@ class KernelView:
         self.shown, self.stream = False, SafeStream()   # the answer's finished blocks are made safe once
         self.markdown = markdown   # text/markdown in streaming updates too (else only in the final one)
         self._lock, self._waiting, self._said = threading.Lock(), None, None   # the waiting line's thread, last text
+        self._last = None   # (data, metadata) sent last
 
     def _publish(self, data, md):
         self.pub.publish(data, md, transient={'display_id': self.id}, update=self.shown)
@@ -95,6 +96,7 @@ class KernelView:
         "Publish a reply's update: the waiting line stops first, so no late tick can cover the reply."
         if self._waiting is not None: self._waiting.stop()
         with self._lock: self._publish(data, md)
+        self._last = data, md
 
     def waiting(self,
                 model:str,       # The model asked
@@ -147,8 +149,10 @@ class KernelView:
         return dict(output_type='display_data', data=data, metadata=md)
 
     def refresh(self, reply):
-        "Send a finished reply again, with what was learnt of it since (the blocks the tool loop ran)."
-        self.final(reply)
+        "Send the reply's last bundle again (reused, kept or asked) with what was learnt of it since: the blocks that ran."
+        if self._last is None or REPLY_MIME not in self._last[0]: return
+        data, md = self._last
+        self._send({**data, REPLY_MIME: {**data[REPLY_MIME], 'ran_blocks': reply.info.get('ran_blocks')}}, md)
 
 
 class TerminalView:

@@ -26,10 +26,10 @@ FAST = ['-m', 'not slow', '-k', 'not linear and not proportion and not 100_000 a
         'costs_the_same and not lisette']   # timing tests measure rates, not results; lisette's import costs 4 s
 TESTS = dict(   # the fast tests that exercise each module (files that import it and start no kernel; no timing ones)
     guards=['test_guards.py', 'test_screening.py', 'test_toolloop_core.py', 'test_properties_calls.py'],
-    render=['test_stream.py', 'test_replay.py', 'test_toolloop_core.py', 'test_context.py', 'test_sanitize.py'],
-    settings=['test_settings.py', 'test_properties_files.py', 'test_boundaries.py', 'test_binding.py'],
+    render=['test_render.py', 'test_stream.py', 'test_replay.py', 'test_toolloop_core.py', 'test_context.py', 'test_sanitize.py'],
+    settings=['test_settings.py', 'test_properties_files.py', 'test_boundaries.py', 'test_binding.py', 'test_endpoints.py'],
     binding=['test_binding.py', 'test_properties_files.py', 'test_boundaries.py', 'test_catalog.py'],
-    stream=['test_stream.py', 'test_replay.py', 'test_properties_calls.py', 'test_toolloop_core.py'],
+    stream=['test_stream.py', 'test_render.py', 'test_replay.py', 'test_properties_calls.py', 'test_stalls.py'],
     replay=['test_replay.py', 'test_properties_files.py', 'test_boundaries.py'],
     context=['test_context.py', 'test_images.py', 'test_screening.py'],
     tools=['test_tools.py', 'test_screening.py'],

@@ -301,6 +301,10 @@ def test_a_kernel_restarted_through_the_rest_api_gets_boopiter_and_the_menu_back
     page.evaluate(f"() => {{ window.__phases = []; {PHASES} }}")
     kernel = page.evaluate(f'() => {KERNEL}.id')
     app.api(f'api/kernels/{kernel}/restart', 'POST', {})                # not from this page: no restart status here
+    # The page learns of it from the new kernel's first message it sees (a new session id); the server's own
+    # kernel_info request after a REST restart may be answered before the server's iopub socket reconnects, so the
+    # sure one is the next message the page itself causes, as a user's next cell would
+    assert kernel_check(page, 'pass') == 'ok'
     until(page, app, f"window.__phases.length && {MENU_PHASE} === 'ready'", 'boopiter back after the restart')
     assert page.evaluate(f'() => {KERNEL}.id') == kernel and kernel_check(page, CONNECTED) == 'ok'   # loaded anew, said hello
     srv.script('Forty-two.')

@@ -303,3 +303,17 @@ def test_images_past_the_budget_stop_being_sent_half_a_budget_at_a_time():
     assert sum(len(msg_images(m)) for m in last) == sent[-1][1]['images']
     assert '[image: image/png, 51×30]' in msg_text(last[-1])                        # the newest is always sent
     assert '[image/png output omitted: too many images]' in msg_text(last[1])      # the oldest is not
+
+
+def test_token_estimates_windows_and_tags_at_their_edges():
+    "Found by mutation testing: the boundaries of the estimate, the window steps and the tag rule, written out."
+    from boopiter_ext.context import cell_tags
+    assert [estimate_tokens(t) for t in ('', 'abc', 'abcd', 'abcdefgh', '数据', 'ab数据')] == [1, 1, 2, 3, 3, 3]
+    assert (context_window(4096), context_window(4097), context_window(8192)) == (4096, 8192, 8192)
+    assert cell_tags({'tags': ['', 'a', 'x' * 100, 'y' * 101, 3, None, 'boop-hide']}) == ('a', 'x' * 100, 'boop-hide')
+    assert cell_tags({'tags': 'boop-hide'}) == cell_tags(None) == cell_tags({'tags': [f't{i}' for i in range(60)]})[50:]
+
+
+def test_a_cell_shown_by_the_frontend_but_not_run_here_is_labelled_so():
+    _, ledger = build_context([Cell('x = 1', origin='frontend', exec_count=None), Cell('y = 2', exec_count=3)], 'q?')
+    assert [i['label'] for i in ledger['items']][:2] == ['In [ ] (not run in this kernel)', 'In [3]']

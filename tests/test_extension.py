@@ -216,7 +216,6 @@ def test_stream_capture_keeps_head_and_tail_and_costs_the_same_per_line_however_
     assert long / short < 8, (short, long)   # linear: 4; rejoining all that was kept on every write would be ~16
 
 
-@pytest.mark.xfail(strict=True, reason="capture.py counts only the last compaction's drop, and the old marker as text")
 def test_the_characters_not_kept_are_counted_across_compactions(shell, monkeypatch):
     from boopiter_ext import capture
     monkeypatch.setattr(capture, '_KEEP', 20_000)

@@ -4,6 +4,7 @@ changed, and the small words on the way (`%boop status`, `%boop model`, `%%promp
 import nbformat, pytest
 from ollama_server import OllamaTestServer, free_port
 from boopiter_ext.catalog import Catalog
+from IPython.core.error import UsageError
 from boopiter_ext.menu import answering
 from boopiter_ext.models import Router, auto_order
 from boopiter_ext.run import run_notebook
@@ -147,6 +148,20 @@ def test_binding_to_an_unreachable_ollama_says_so_in_one_line(shell, capsys, mon
     assert 'boopiter binding · model qwen3:1.7b' in out
     shell.run_line_magic('boop', 'model local/smollm2-135m')   # not an Ollama model: nothing to say
     assert capsys.readouterr().out.splitlines()[0].startswith('boopiter binding')
+
+
+def test_replaying_a_cassette_binds_the_model_it_recorded_whatever_this_ollama_has(shell, capsys, monkeypatch):
+    with OllamaTestServer([QUICK]) as srv:
+        monkeypatch.setenv('OLLAMA_HOST', srv.host)
+        shell.run_line_magic('load_ext', 'boopiter_ext')
+        with pytest.raises(UsageError, match="does not have the model 'smollm2:135m'"):   # live: Ollama has no such model
+            shell.run_line_magic('boop', 'model smollm2:135m')
+        capsys.readouterr()
+        asked = len(srv.requests)
+        shell.run_line_magic('config', "BoopMagics.cassette = 'replay'")
+        shell.run_line_magic('boop', 'model smollm2:135m')   # replaying: the cassette answers, so no check is made
+        assert capsys.readouterr().out.splitlines()[0] == 'boopiter binding · model smollm2:135m'
+        assert not [r for r in srv.requests[asked:] if r.path == '/api/show']
 
 
 @pytest.mark.parametrize('where, said', [('default', 'the default address'), ('env', 'OLLAMA_HOST'),

@@ -436,6 +436,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path, monke
     "A value JSON cannot hold, an interrupt mid-write, a full disk: the old file stays whole and no `.tmp-*` is left."
     from boopiter_ext import replay
     path = tmp_path/'cache'/'ab.json'
+    replay._write_json(tmp_path/'new'/'deeper'/'x.json', {})   # folders made as needed, however deep
     replay._write_json(path, dict(old=True))
     bad = dict(x={1, 2})   # a set: json.dump fails halfway through the file
     if fault == 'interrupt':

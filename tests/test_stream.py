@@ -208,3 +208,22 @@ def test_updates_thin_out_as_a_reply_grows(clock):
             yield 'content', 'w' * 100_000
     pump(events(), Reply('m'), update=lambda r: seen.append(r.size), interval=0.0)
     assert seen == [100_000, 600_000, 3_700_000]   # then 50 ms, 300 ms, 1.85 s on: 3 of 40 chunks, ever further apart
+
+
+def test_found_by_mutation_testing_the_length_bound_tags_split_anywhere_and_reasoning_time(clock):
+    from boopiter_ext.errors import ReplyTooLong
+    assert pump(iter([('content', 'x' * 10)]), Reply('m'), limit=10).answer == 'x' * 10   # at the bound: kept whole
+    with pytest.raises(ReplyTooLong): pump(iter([('content', 'x' * 11)]), Reply('m'), limit=10)
+    text = '<think>weigh it</think>The answer.'
+    for i in range(1, len(text)):                       # a tag split at any character reads as the whole tag
+        r = feed([text[:i], text[i:]])
+        assert (r.reasoning, r.answer) == ('weigh it', 'The answer.'), i
+    r = feed(['\n\n', '<think>why', '</think>', 'ans'])   # blank lines first: `<think>` still opens reasoning
+    assert (r.reasoning, r.answer.strip()) == ('why', 'ans')
+    r = Reply('m')
+    r.add_thinking('hmm ')
+    clock.t += 0.5
+    r.add_content('Yes.')
+    clock.t += 0.25
+    r.finish('done')
+    assert r.reasoning_s == 0.5 and Reply('m').reasoning_s is None and feed(['Yes.']).reasoning_s is None
