@@ -69,6 +69,23 @@ def shell(tmp_path):
     InteractiveShell.clear_instance()
 
 
+def write_code_notebook(path, cells):
+    "A Python notebook of code cells with the sources `cells`, written to `path` (returned)."
+    import nbformat
+    nb = nbformat.v4.new_notebook(metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3',
+                                                            'language': 'python'}})
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in cells]
+    nbformat.write(nb, path)
+    return path
+
+
+def saved_replies(path)->list:
+    "The boopiter reply outputs saved in the notebook at `path`, in order."
+    import nbformat
+    return [o for c in nbformat.read(path, as_version=4).cells for o in c.get('outputs', [])
+            if o.get('metadata', {}).get('boopiter', {}).get('reply')]
+
+
 def run(ip, code):
     "Run `code` in `ip` as a user cell (stored in history, like a terminal or notebook cell)."
     return ip.run_cell(code, store_history=True)

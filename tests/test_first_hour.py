@@ -2,9 +2,10 @@
 changed, and the small words on the way (`%boop status`, `%boop model`, `%%prompt?`, where the host came from)."""
 
 import nbformat, pytest
+from IPython.core.error import UsageError
+from conftest import saved_replies as replies, write_code_notebook as notebook
 from ollama_server import OllamaTestServer, free_port
 from boopiter_ext.catalog import Catalog
-from IPython.core.error import UsageError
 from boopiter_ext.menu import answering
 from boopiter_ext.models import Router, auto_order
 from boopiter_ext.run import run_notebook
@@ -193,19 +194,6 @@ def test_the_prompt_help_shows_the_cell_magic(shell):
 # -- Run All never silently replaces a saved reply
 
 CELLS = ['%load_ext boopiter_ext', 'x = 6 * 7', '%%prompt\nWhat is x?', 'y = x + 1', '%%prompt\nAnd y?']
-
-
-def notebook(path, cells):
-    nb = nbformat.v4.new_notebook(metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3',
-                                                            'language': 'python'}})
-    nb.cells = [nbformat.v4.new_code_cell(s) for s in cells]
-    nbformat.write(nb, path)
-    return path
-
-
-def replies(path):
-    return [o for c in nbformat.read(path, as_version=4).cells for o in c.get('outputs', [])
-            if o.get('metadata', {}).get('boopiter', {}).get('reply')]
 
 
 def edited(src, dst, **sources):

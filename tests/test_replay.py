@@ -2,6 +2,7 @@
 
 import json
 import nbformat, pytest
+from conftest import saved_replies as replies, write_code_notebook as notebook
 from ollama_server import OllamaTestServer
 from boopiter_ext.context import Cell
 from boopiter_ext.errors import CassetteDrift
@@ -154,24 +155,11 @@ CELLS = ['%load_ext boopiter_ext', 'x = 6 * 7', f'%%prompt -m {MODEL}\nWhat is x
          f'%%prompt -m {MODEL}\nAnd y?', f'%%prompt -m {MODEL}\nAnd both?']
 
 
-def notebook(path, cells=CELLS):
-    nb = nbformat.v4.new_notebook(metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3',
-                                                            'language': 'python'}})
-    nb.cells = [nbformat.v4.new_code_cell(s) for s in cells]
-    nbformat.write(nb, path)
-    return path
-
-
-def replies(path):
-    return [o for c in nbformat.read(path, as_version=4).cells for o in c.get('outputs', [])
-            if o.get('metadata', {}).get('boopiter', {}).get('reply')]
-
-
 @pytest.mark.slow
 def test_run_all_twice_asks_nothing_the_second_time_and_a_change_invalidates_only_what_is_below(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
     for text in ('x is 42.', 'y is 43.', 'Both: 42 and 43.'): srv.script(text)
-    first = notebook(tmp_path/'nb.ipynb')
+    first = notebook(tmp_path/'nb.ipynb', CELLS)
     assert run_notebook(first, tmp_path/'run1.ipynb', write=lambda s: None)
     assert len(srv.chats()) == 3
     srv.reset()

@@ -14,19 +14,10 @@ import { brainIcon } from './icons';
 import { ChannelState, effectiveSettings } from './channelstate';
 import { buttonLabel, capabilities, contextLabel, humanSize, modelDescription, offlineLines, statusLine, toolsSetting } from './labels';
 import { BindingChanges, MenuSettings, MenuState, ModelEntry } from './protocol';
+import { el } from './dom';
 
 let ids = 0;
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className = '', text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (className) {
-    e.className = className;
-  }
-  if (text !== undefined) {
-    e.textContent = text;
-  }
-  return e;
-}
 
 function hidden(e: HTMLElement): HTMLElement {
   e.setAttribute('aria-hidden', 'true');

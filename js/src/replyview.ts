@@ -12,6 +12,7 @@ import { Block, BlockTracker, mayRerender, openFenceBody } from './blocks';
 import { StreamFollower } from './follow';
 import { Badge, isLive, replyBadges, toolMark } from './labels';
 import { ReplyBundle, ReplyData, ToolLoopData, ToolRoundData } from './protocol';
+import { el } from './dom';
 
 export interface IReplyHooks {
   /** Render one block of untrusted Markdown into `host` (Jupyter's `renderMarkdown`, `trusted: false`). */
@@ -83,20 +84,6 @@ interface Slot {
   removed: boolean;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className = '',
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (className) {
-    e.className = className;
-  }
-  if (text !== undefined) {
-    e.textContent = text;
-  }
-  return e;
-}
 
 function yieldToBrowser(): Promise<void> {
   return new Promise(resolve => setTimeout(resolve, 0));
