@@ -142,13 +142,15 @@ class Assistant:
         elif refused: log.warning('boopiter_ext: the binding in the notebook\'s metadata was ignored: %s', '; '.join(refused))
         return self.binding(nb)
 
-    def _memory_picks(self)->tuple|None:
-        "(Ollama client, models to keep in memory): the standard and reasoning picks; None if Ollama is out of reach."
+    def _memory_picks(self)->list:
+        """[(Ollama client, models to keep in memory)]: the standard and reasoning picks stay, on Ollama's host and on
+        each named Ollama endpoint this kernel asked (a shared one loses only models this kernel loaded there)."""
         from .errors import OllamaError
         s = self.settings(nb=self.notebook())
         try: model = s['model'] or self.router.auto_model(s)[0]   # none picked: the automatic choice stays loaded
-        except OllamaError: return None
-        return self.router.ollama(s), [model, s['reasoning_model']]
+        except OllamaError: return []
+        keep = [model, s['reasoning_model']]
+        return [(c, keep) for c in [self.router.ollama(s), *self.router.endpoint_clients()]]
 
     def uses_litellm(self)->bool:
         "Whether a model this notebook is set to use goes through litellm (only cloud ids do; none set: maybe)."
@@ -234,11 +236,17 @@ class Assistant:
         def signature(fn):
             try: return f'{fn.__name__}{inspect.signature(fn)}'
             except (TypeError, ValueError): return f'{fn.__name__}(...)'
+        from .replay import request_digest
         p = self._prepare(question, settings, with_context, offer=False)
-        ledger = p['ledger']
-        return dict(model=p['model'], route=p['route'], window=ledger['window'], tokens=ledger['tokens'],
+        ledger, route = p['ledger'], p['route']
+        options = dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'])
+        kind, found = ('replay', None) if settings['cassette'] == 'replay' else (
+            (None, None) if p['auto'] else self.reusable(request_digest(p['model'], p['msgs'], options), p['model'],
+                                                          p['msgs'], options, settings, route))
+        by = found[0]['metadata']['boopiter'].get('model') if kind == 'kept' else None
+        return dict(model=p['model'], route=route, window=ledger['window'], tokens=ledger['tokens'],
                     reserve=ledger['reserve'], ledger=ledger, messages=p['msgs'], auto=p['auto'],
-                    tools=[signature(fn) for fn in p['tools'].values()])
+                    tools=[signature(fn) for fn in p['tools'].values()], reuse=kind, kept_from=by)
 
     @staticmethod
     def _unrun_blocks(reply, tools)->list:
@@ -374,15 +382,14 @@ class Assistant:
             reply = Reply.restore(model, self.cassette(settings).reply(digest, model))
             self._record(shown.final(reply))
             return reply
-        if settings['reuse'] and mode != 'record' and (saved := self.saved_reply(digest, settings)) is not None:
+        kind, found = self.reusable(digest, model, msgs, options, settings, route)
+        if kind == 'saved':
             from .render import reply_bundle
             from .replay import saved_snapshot
-            reply = Reply.restore(model, saved_snapshot(saved))   # drawn again by the renderer: a file's HTML never is
+            reply = Reply.restore(model, saved_snapshot(found))   # drawn again by the renderer: a file's HTML never is
             self._record(shown.show(*reply_bundle(reply, {**route, 'reused': True}, ledger)))
             return reply
-        if settings['reuse'] and mode != 'record' and route.get('picked_by') != 'cell option':   # `-m`: asked on purpose
-            if (kept := self.kept_reply(model, msgs, options)) is not None:
-                return self._keep(*kept, model, settings, route, ledger, shown)
+        if kind == 'kept': return self._keep(*found, model, settings, route, ledger, shown)
         reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt)
         if reply.status == 'done':
             if mode == 'record':
@@ -425,6 +432,15 @@ class Assistant:
                 err.args = (f'{err} The partial reply is kept above.',)
             raise err
         return reply, output
+
+    def reusable(self, digest, model, msgs, options, settings, route)->tuple:
+        """(kind, output) of a saved reply the request would show instead of asking: ('saved', output) to exactly this
+        request; ('kept', (output, digest)) that another model wrote (`kept_reply`); (None, None): the model is asked."""
+        if not settings['reuse'] or settings['cassette'] == 'record': return None, None
+        if (saved := self.saved_reply(digest, settings)) is not None: return 'saved', saved
+        if route.get('picked_by') != 'cell option' and (kept := self.kept_reply(model, msgs, options)) is not None:
+            return 'kept', kept   # not with `-m`: that model is asked on purpose
+        return None, None
 
     def saved_reply(self, digest, settings)->dict|None:
         "A finished reply to this exact request: shown in this kernel, saved in the notebook, or in `cache_dir`."
@@ -512,16 +528,20 @@ class Assistant:
         "(rows, warnings) for `%boop status`: the model and endpoint, tools, context, binding, notebook, and settings set."
         from .binding import binding_text
         from .settings import public_url
+        from .replay import cassette_path
         s = self.settings(nb=nb)
         model_line, endpoint, info, problem = '', '-', {}, []
+        replaying = s['cassette'] == 'replay'
         try:
-            model, note = self.router.resolve(s)
+            model, note = self.answering_model(s)
             model_line = f'auto → {model} ({note})' if note else f'{model} (from {picked_model(s)[1]})'
             if s['reasoning'] and s['reasoning_model'] == model: model_line += ', the reasoning model'
-            route = self.router.describe(model, s)
-            endpoint = (f'{route["name"]} at {route["endpoint"]}' if route['endpoint'] else route['name']
-                        + (', started by the first prompt that uses it' if model == LOCAL_ID else ''))
-            info = self.router.model_info(model, s)
+            if replaying: endpoint = 'none: the cassette answers, and no model is asked'
+            else:
+                route = self.router.describe(model, s)
+                endpoint = (f'{route["name"]} at {route["endpoint"]}' if route['endpoint'] else route['name']
+                            + (', started by the first prompt that uses it' if model == LOCAL_ID else ''))
+                info = self.router.model_info(model, s)
         except BoopError as e:
             if model_line: problem = [str(e)]   # the model is known, what it says of itself is not
             else: model_line = f'none: {e}'
@@ -535,6 +555,9 @@ class Assistant:
                             + (' · as saved in the notebook' if binding and self._binding is None and nb else ''),
                     notebook=str(nb) if nb else 'unknown (cells in execution order; set BOOPITER_NOTEBOOK for headless runs)',
                     cells=f'{len(self.cells.cells())} recorded')
+        if s['cassette'] in ('record', 'replay'):
+            name = cassette_path(nb, s['cassette_file']).name
+            rows['cassette'] = f'replaying {name}' if replaying else f'recording every model turn to {name}'
         rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')
                      if s.source[k] != 'default'})
         runtime, _ = self.config()

@@ -63,10 +63,14 @@ def prompt_text(source:str)->str:
     "The question in a prompt cell: everything after the `%%prompt` line."
     return source.lstrip().partition('\n')[2].strip() if is_prompt(source) else source.strip()
 
+_NO_DIGITS = str.maketrans('', '', '0123456789')
+
 def estimate_tokens(text:str)->int:
-    "A rough token count: ~4 ASCII characters per token, ~1 token per other character (CJK text, emoji)."
+    """A rough token count: ~4 ASCII characters per token, but a token per digit (local models' tokenizers split
+    numbers into digits: a table of floats is ~0.85 tokens a character), and ~1 per other character (CJK, emoji)."""
     wide = len(text) - len(text.encode('ascii', 'ignore'))
-    return (len(text) - wide) // 4 + wide + 1
+    digits = len(text) - len(text.translate(_NO_DIGITS))
+    return (len(text) - wide - digits) // 4 + digits + wide + 1
 
 def is_own(cell:Cell)->bool:
     "Whether `cell` only loads or configures boopiter (nothing the model needs to see)."

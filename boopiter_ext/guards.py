@@ -9,7 +9,9 @@ notebook variables, whose values are captured), so nothing else can hide in it; 
 the guards in order, each answering in text the model reads: an offered tool? arguments that fit its signature and
 annotations? for a tool with side effects (`INTENT_ATTR`), did the user's own prompt ask for it, and did the user
 confirm? The intent check reads only the user's text, never tool output: a document cannot grant itself
-permission. Tool output is screened for text that tries to give orders (`screen_output`: it reads the text
+permission. A value that leaves the machine (`OUTBOUND_ATTR`, such as `fetch_url`'s URL) runs unattended only when
+it was given to the model (`given`: the prompt, the variables it names, earlier results), never when the model
+composed it: a URL the model wrote could carry the notebook's data to a server, so it needs the user's consent. Tool output is screened for text that tries to give orders (`screen_output`: it reads the text
 normalised, so zero-width characters, look-alike letters, emphasis and tools' line prefixes hide nothing) and
 flagged output is wrapped as untrusted data (`quarantine`), with any line that imitates its delimiters removed.
 `recover_calls` turns calls written as JSON (`<tool_call>` tags, ```tool_call or ```json fences, native
@@ -20,8 +22,8 @@ flagged output is wrapped as untrusted data (`quarantine`), with any line that i
         for c in calls: status, msg = check_call(c, tools, prompt, confirm_by_input)
 """
 
-__all__ = ['INTENT_ATTR', 'MAX_LINES', 'MAX_CHARS', 'python_blocks', 'Call', 'plan_calls', 'check_call',
-           'confirm_by_input', 'screen_output', 'quarantine', 'recover_calls']
+__all__ = ['INTENT_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS', 'python_blocks', 'Call', 'plan_calls', 'check_call',
+           'confirm_by_input', 'composed', 'screen_output', 'quarantine', 'recover_calls']
 
 import ast, bisect, hashlib, inspect, json, keyword, math, os, re, types, typing
 from collections.abc import Mapping
@@ -30,6 +32,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from .sanitize import normalize
 
 INTENT_ATTR = 'boopiter_intent'   # on a tool: a regex the user's prompt must match; the tool has side effects
+OUTBOUND_ATTR = 'boopiter_outbound'   # on a tool: names of parameters whose values leave the machine (a URL)
 MAX_LINES, MAX_CHARS = 1_000, 100_000   # the biggest block `plan_calls` plans: it runs in the kernel, holding it
 _PY_LANGS = {'python', 'py', 'python3', 'ipython'}
 _SHOWN = 64   # `safe_markdown` shows nothing nested this deep (markdown-it's maxNesting: a list item counts two)
@@ -563,13 +566,37 @@ def _asked(intent, text):
     return (intent.search(text) if isinstance(intent, re.Pattern) else re.search(intent, text, re.I)) is not None
 
 
+def composed(
+    fn,          # A tool
+    bound:dict,  # Its arguments by name
+    given:str,   # What the model was given: the prompt, the values of the variables it names, earlier tool results
+)->list:         # [(parameter, value)] of the outbound arguments not found in `given`
+    """The arguments that would leave the machine (`OUTBOUND_ATTR`) although nobody gave them to the model: each must
+    appear in `given` whole (`_written_in`), with or without its scheme, not as a part the model cut out of it."""
+    return [(p, v) for p in getattr(fn, OUTBOUND_ATTR, ()) if (v := bound.get(p)) is not None
+            and not (isinstance(v, str) and (v := v.strip()) and any(_written_in(w, given) for w in _URL_FORMS(v)))]
+
+
+def _URL_FORMS(v): return {v, re.sub(r'(?i)^https?://', '', v)} - {''}
+
+# what may touch a value written in text: no character a URL could go on with (`.`, `,`, `;`, `:`, `!`, `?` or `)` may
+# close a sentence, when no more of a URL follows)
+_BEFORE, _AFTER = r"(?<![\w.~:/?#@$&*+=%-])", r"(?![\w~/#@$&*+=%\[-]|[.,;:!?)](?=[\w~/#%=&-]))"
+
+
+def _written_in(value:str, text:str)->bool:
+    "Whether `value` is written in `text` as a whole: as a word or URL of its own, not the middle of a longer one."
+    return re.search(_BEFORE + re.escape(value) + _AFTER, text) is not None
+
+
 def check_call(
     call:Call,       # A planned call
     tools:dict,      # The offered tools: name -> function
     user_text:str,   # The user's own prompt (never tool output)
     confirm=None,    # `confirm(name, args)->bool` asks the user; None declines every side effect
+    given:str=None,  # Text outbound values may come from unattended (see `composed`); None: `user_text`
 )->tuple:            # ('ok', None), or (status, message for the model)
-    "Run the guards in order: unknown tool, invalid args, not requested, declined."
+    "Run the guards in order: unknown tool, invalid args, not requested, outbound values composed, declined."
     if call.name not in tools:
         return 'unknown tool', f"error: there is no tool named {call.name!r}. Available: {', '.join(sorted(tools))}."
     fn = tools[call.name]
@@ -580,12 +607,18 @@ def check_call(
         bound, probs = _bind(sig, call.args, call.kwargs)
         probs += _type_problems(sig, _hints(fn, sig), bound)
         if probs: return 'invalid args', 'error: ' + '; '.join(probs) + '. Fix the arguments and call again.'
+    made = composed(fn, bound, (user_text or '') if given is None else given)
     intent = _intent(fn)
-    if intent is None: return 'ok', None
-    if not _asked(intent, user_text or ''):
+    if intent is None and not made: return 'ok', None
+    if intent is not None and not _asked(intent, user_text or ''):
         return 'not requested', 'error: the user did not ask for this action, so it was not performed.'
+    what = ', '.join(f'{p}={v!r}' for p,v in made)
     answer = confirm(call.name, bound) if confirm is not None else None
+    if answer is None and made:
+        return 'declined', (f"error: {what} is not in the user's prompt, the variables it names or an earlier result, and "
+                            'no one could be asked to confirm sending it, so it was not sent. Use a value you were given.')
     if answer is None: return 'declined', 'No one could be asked to confirm this action, so it was not performed.'
+    if not answer and made: return 'declined', f'The user declined sending {what}. It was not sent.'
     if not answer: return 'declined', 'The user declined this action. It was not performed.'
     return 'ok', None
 

@@ -61,6 +61,12 @@ def _display_widget(widget, kind:str, what:str):
     display(bundle, raw=True)
 
 
+def _cell_options(args)->dict:
+    "The settings a `%%prompt` line's options set for its cell (None: not set there)."
+    return dict(model=args.model, think=args.think, auto=args.auto or None, lenient=args.lenient or None,
+                reuse=False if args.fresh else None)
+
+
 @magics_class
 class BoopMagics(Magics):
     """Prompt cells answered by local models, with the notebook as context.
@@ -218,9 +224,7 @@ class BoopMagics(Magics):
         question = prompt_text('%%prompt\n' + cell)
         if not question: raise UsageError('The prompt is empty: write your question on the lines below `%%prompt`.')
         if args.dry_run: return self._show_raw(*self.preview_cell(f'%%prompt {line}\n{cell}'))
-        options = dict(model=args.model, think=args.think, auto=args.auto or None, lenient=args.lenient or None,
-                       reuse=False if args.fresh else None)
-        settings = self.settings(options, self.notebook())
+        settings = self.settings(_cell_options(args), self.notebook())
         if args.lenient and not settings['auto']: raise UsageError('`--lenient` applies to auto mode: add `--auto`.')
         view = lambda route, ledger: ReplyView(self.shell, route, ledger, extension=self.frontend)
         got = self.assistant.answer(question, settings, view=view,
@@ -233,8 +237,7 @@ class BoopMagics(Magics):
         first, _, body = source.lstrip().partition('\n')
         args = parse_argstring(self.prompt, first.partition('%%prompt')[2])
         if args.model and not check_setting('model', args.model): raise UsageError(f'`-m` needs {RULES["model"][1]}.')
-        cell = dict(model=args.model, think=args.think, auto=args.auto or None, lenient=args.lenient or None)
-        settings = self.settings(cell, self.notebook())
+        settings = self.settings(_cell_options(args), self.notebook())
         return preview_bundle(self.assistant.preview(prompt_text('%%prompt\n' + body), settings, not args.no_context))
 
     @staticmethod

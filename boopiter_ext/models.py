@@ -152,6 +152,10 @@ class Router:
         client.fix = fix
         return client
 
+    def endpoint_clients(self)->list:
+        "The Ollama clients of the named endpoints asked so far."
+        return [c for k,c in self._ollama.items() if isinstance(k, tuple)]
+
     @staticmethod
     def endpoint_key(ep, settings)->str|None:
         "The key for endpoint `ep`: the value of the variable its own section names, else None (none is sent)."

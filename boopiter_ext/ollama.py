@@ -338,29 +338,48 @@ class MemoryTidier:
     """Runs `sync_ollama_loaded` on one background thread whenever asked; asks made while it runs merge
     into one more pass, so scrolling through a model list does not start a thread per model."""
     def __init__(self,
-                 picks):  # picks() -> (client, keep) to tidy now, or None to skip
+                 picks):  # picks() -> [(client, keep)] to tidy now, one `sync_ollama_loaded` each
         self.picks, self._asked, self._stopping, self._thread = picks, threading.Event(), False, None
         self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)
+        self._asks = self._served = 0   # asks made, and asks a finished pass began after
 
     def ask(self):
         "Tidy soon, off the calling thread."
         with self._lock:
             if self._stopping: return
+            self._asks += 1
             self._asked.set()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name='boopiter-tidy-memory', daemon=True)
                 self._thread.start()
 
+    def wait(self, timeout:float=None)->bool:
+        "Wait until a pass has run for every ask so far (tests); False on timeout."
+        with self._done: return self._done.wait_for(lambda: self._served >= self._asks or self._stopping, timeout)
+
     def _run(self):
         log = logging.getLogger('boopiter_ext')
         while self._asked.wait() and not self._stopping:
-            self._asked.clear()
-            try:
-                if (picks := self.picks()) is not None: sync_ollama_loaded(picks[1], picks[0], warn=log.warning)
-            except Exception: log.warning('boopiter_ext: tidying Ollama\'s memory failed', exc_info=True)
+            with self._lock:
+                self._asked.clear()
+                upto = self._asks
+            try: picks = self.picks()
+            except Exception:
+                log.warning('boopiter_ext: tidying Ollama\'s memory failed', exc_info=True)
+                picks = []
+            for client, keep in picks:   # one server failing leaves the others tidied
+                try: sync_ollama_loaded(keep, client, warn=log.warning)
+                except Exception: log.warning('boopiter_ext: tidying the memory of Ollama at %s failed', client.where,
+                                              exc_info=True)
+            with self._done:
+                self._served = upto
+                self._done.notify_all()
 
     def stop(self, timeout:float=5.0):
         "Finish the pass under way (if any) and end the thread."
-        with self._lock: self._stopping, thread = True, self._thread
+        with self._lock:
+            self._stopping, thread = True, self._thread
+            self._done.notify_all()
         self._asked.set()
         if thread is not None: thread.join(timeout)

@@ -305,6 +305,12 @@ def loop_bundle(result)->tuple:
     return {REPLY_MIME: data, 'text/markdown': md, 'text/plain': head}, {MIME_KEY: {'tool_loop': trace}}
 
 
+_REUSE_NOTES = {   # what running the cell for real would do instead of asking (`Assistant.reusable`)
+    'saved': '. Run for real, it shows its saved reply to exactly this request and asks no model (`--fresh` asks)',
+    'kept': '. Run for real, it keeps its saved reply by {by}, marked, and asks no model (`-m` or `--fresh` asks)',
+    'replay': '. Run for real, the cassette answers: no model is asked'}
+
+
 def preview_bundle(
     preview:dict,  # `Assistant.preview`: what a prompt would send
 )->tuple:          # (data, metadata) for a display: Markdown and plain text
@@ -317,7 +323,8 @@ def preview_bundle(
             + f'; ~{_fmt_int(preview["tokens"])} tokens of a {_fmt_int(preview["window"])}-token window, '
             f'{_fmt_int(preview["reserve"])} kept for the reply; tools: {tools}'
             + (' (auto-run)' if preview['auto'] and preview['tools'] else '')
-            + (f'; note: {route["note"]}' if route.get('note') else ''))
+            + (f'; note: {route["note"]}' if route.get('note') else '')
+            + _REUSE_NOTES.get(preview.get('reuse'), '').format(by=preview.get('kept_from')))
     msgs = preview['messages']
     def one(m): return (f'{m["role"]} · ~{_fmt_int(estimate_tokens(msg_text(m)))} tokens'
                         + (f' · {len(msg_images(m))} image{"s" * (len(msg_images(m)) != 1)}' if msg_images(m) else ''))

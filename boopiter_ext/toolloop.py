@@ -13,7 +13,7 @@ interrupt keep their effects and are listed.
 
 __all__ = ['STOPS', 'Step', 'LoopResult', 'run_tool_loop', 'run_call', 'results_message', 'tool_blocks']
 
-import ast, contextlib, io
+import ast, contextlib, io, re
 from dataclasses import dataclass, field
 from .context import fenced
 from .errors import BoopError
@@ -101,6 +101,12 @@ class _Guards:
     namespace: dict
     confirm: object
     seen: dict = field(default_factory=dict)   # call key -> the round it was first proposed in
+    given: list = field(default_factory=list)  # what the model was given: outbound values may come from it unattended
+
+    def __post_init__(self):
+        "The prompt, and the text values of the variables it names (`fetch_url(page)` for 'the URL in `page`')."
+        named = set(re.findall(r'[^\W\d]\w*', self.user_text or '')) & set(self.namespace)
+        self.given = [self.user_text or ''] + [v for k in sorted(named) if isinstance(v := self.namespace[k], str)]
 
 
 def _call_step(call, rnd, g, recovered, run, block=''):
@@ -111,12 +117,13 @@ def _call_step(call, rnd, g, recovered, run, block=''):
                                               'use that result and answer.')
         return step
     g.seen[call.key()] = rnd
-    status, message = check_call(call, g.tools, g.user_text, g.confirm)
+    status, message = check_call(call, g.tools, g.user_text, g.confirm, given='\n'.join(g.given))
     if status == 'ok' and not run: status, message = 'not run', 'not run: that was the last round; answer now.'
     elif status == 'ok': status, message = run_call(g.tools[call.name], call)
     if (status == 'ok' or status.startswith('crashed')) and (flags := screen_output(message, g.tools)):
         status, step.flags, message = 'flagged', flags, quarantine(message, flags)
     step.status, step.result = status, message
+    if step.ran: g.given.append(message)   # a page's links may be followed: the model did not compose them
     return step
 
 

@@ -10,7 +10,9 @@ to the address it checked, the name going only into the Host header and TLS SNI,
 between. Your `web_allow` setting (only your own settings may set it: `~/.config/boopiter/settings.ini` or
 `%config BoopMagics.web_allow`) lets it reach private hosts by name, address or network. HTML becomes readable text
 (`html_text`): headings, paragraphs, list items, table rows and links stay; scripts, styles and hidden elements go.
-A page's text is untrusted data: in auto mode the tool loop screens and quarantines it like any tool's output.
+A page's text is untrusted data: in auto mode the tool loop screens and quarantines it like any tool's output, and
+fetches unattended only a URL the model was given (in the prompt, a variable the prompt names, or an earlier result,
+such as a page's link): a URL it composed could carry the notebook's data away, so the user confirms it first.
 
 `read_pdf` reads a PDF inside the notebook's folder (`paths.confine`) with pypdf, from the optional extra
 (`pip install pypdf`, or the `pdf` extra), in a child process capped in memory and killed at its deadline: a PDF bomb costs
@@ -29,6 +31,7 @@ import ipaddress, json, logging, os, re, stat, sys, threading, time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
+from .guards import OUTBOUND_ATTR
 from .paths import confine
 
 log = logging.getLogger(__name__)
@@ -416,6 +419,7 @@ def web_tools(
         body = _window(text, start, lambda at: f'fetch_url({url!r}, start={at})') if text else '(the page has no text)'
         return f'{head}\n\n{body}'
 
+    setattr(fetch_url, OUTBOUND_ATTR, ('url',))   # a URL the model composed needs the user's consent in auto mode
     return [fetch_url]
 
 

@@ -219,10 +219,10 @@ def test_memory_is_tidied_on_one_thread_only_when_a_pick_changes(kernel, srv):
                'tidier.ask = lambda ask=tidier.ask: (asks.append(1), ask())[1]')   # count the asks from here on
     kernel.run('%boop model smollm2:135m')   # the same pick again (Run All): nothing to tidy
     pick(kernel, 'keep', '5 min')            # not a model: nothing to tidy either
-    assert kernel.value('len(asks)') == '0'
+    assert kernel.value('len(asks)') == '0' and kernel.value('tidier.wait(10)') == 'True'   # the scrolling's passes ended
     n = len(srv.requests)
     pick(kernel, 'model', 'qwen3:1.7b')      # a real change, the marker: it is asked, and it reaches Ollama
-    assert kernel.value('len(asks)') == '1'
-    assert wait_for(lambda: any(r.path == '/api/ps' for r in srv.requests[n:]))
+    assert kernel.value('len(asks)') == '1' and kernel.value('tidier.wait(10)') == 'True'
+    assert any(r.path == '/api/ps' for r in srv.requests[n:])
     kernel.run('%unload_ext boopiter_ext')
     assert kernel.value(THREADS) == '[]'

@@ -394,7 +394,7 @@ def test_streaming_costs_the_page_no_long_task_and_a_megabyte_no_more_than_twice
     # long with little work in it. The page's own cost is each task's main-thread CPU time (the trace's `tdur`):
     # none may reach 50 ms (the render loop yields every 12 ms). Wall time is reported, and bounded loosely.
     assert tasks['over_50ms_cpu'] == 0, tasks
-    assert tasks['longest_task_wall_ms'] <= 500, tasks                  # nothing freezes the page, even here
+    assert tasks['longest_task_wall_ms'] <= 1500, tasks                 # nothing freezes the page, even here
 
     srv.script(long_markdown(MB_WORDS, seed=6))                       # a 1 MB reply, streamed as fast as it comes
     page.evaluate(TIMES, 1)

@@ -22,18 +22,20 @@ def settings_for(host, **cell): return load_settings(cell=cell, environ={'OLLAMA
 
 def test_cold_listing_probes_in_parallel_and_a_warm_one_makes_one_request():
     with OllamaTestServer(MANY, show_delay=0.05) as srv:
-        with OllamaClient(srv.host) as c:   # the serial baseline, measured now: one /api/show after another
-            t = time.perf_counter()
-            for m in MANY: c.show(m['name'])
-            serial = time.perf_counter() - t
+        serial = []
+        for _ in range(3):
+            with OllamaClient(srv.host) as c:   # the serial baseline, measured now: one /api/show after another
+                t = time.perf_counter()
+                for m in MANY: c.show(m['name'])
+                serial.append(time.perf_counter() - t)
         cold = []
         for _ in range(3):
             with OllamaClient(srv.host) as c:
                 t = time.perf_counter()
                 models = c.models()
                 cold.append(time.perf_counter() - t)
-        ratio = statistics.median(cold) / serial
-        assert ratio < 0.35, f'cold listing took {ratio:.2f} of the serial time'
+        ratio = statistics.median(cold) / statistics.median(serial)
+        assert ratio < 0.5, f'cold listing took {ratio:.2f} of the serial time'   # ~0.15 measured; serial would be ~1
         assert [m['name'] for m in models] == sorted(m['name'] for m in MANY)   # sorted, whatever /api/tags says
         assert models[0]['capabilities'] == ['completion', 'thinking'] and models[0]['context_length']
         srv.reset()

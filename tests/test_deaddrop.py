@@ -142,7 +142,7 @@ def test_timeout_raises_reply_stalled_and_keeps_partial(sess):
     t0 = time.monotonic()
     with pytest.raises(ReplyStalled, match='re-run the cell'):
         for ev in dd.follow_reply(root, sid, pid, poll=POLL, timeout=0.2): events.append(ev)
-    assert 0.2 <= time.monotonic() - t0 < 2
+    assert 0.2 <= time.monotonic() - t0 < 5                     # the bound, not a follower that waits on
     assert events == [('content', 'partial')]
     assert (root/sid/'outbox'/f'{pid}.md').read_text() == 'partial' and (root/sid/'inbox'/pid).is_dir()
 

@@ -291,25 +291,26 @@ def test_every_endpoint_is_listed_together_and_a_dead_or_silent_one_waits_for_no
                              + f'[boopiter]\nhost = {srv.host}\nvision_models = @vllm/gemma*\n' + section('hung', 'ollama', silent.host) + section('off', 'openai', f'http://127.0.0.1:{refused}/v1'))
     router = Router()
     catalog = Catalog(router)
-    catalog.patience = 1.0
+    catalog.patience = 2.0   # ample for the live ones on a loaded machine (each refresh runs ~7 threads)
     try:
         t = time.perf_counter()
         first = catalog.refresh(s)
-        assert 0.9 < time.perf_counter() - t < 3, first.problems   # the silent one: waited for `patience`, once
+        assert 1.9 < time.perf_counter() - t < 5, first.problems   # the silent one: waited for `patience`, once
         ids = [e.id for e in first.entries]
         assert ids[:3] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m'] and '@box/qwen3:1.7b' in ids
         box = [e for e in first.entries if e.id.startswith('@box/')]
         assert [(e.name, e.source) for e in box][:1] == [('gemma3:4b @box', 'ollama')] and box[0].context_length == 131072
         assert 'vision' in first.get('@vllm/gemma3:4b').capabilities and first.get('@vllm/gemma3:4b').source == 'endpoint'
         assert first.get('@box/qwen3') is first.get('@box/qwen3:latest') is None and first.get('@box/smollm2:135m')
-        assert set(first.problems) == {'@hung', '@off'} and 'no answer within 1 s' in first.problems['@hung']
+        assert set(first.problems) == {'@hung', '@off'} and 'no answer within 2 s' in first.problems['@hung']
         assert f'127.0.0.1:{refused}' in first.problems['@off']
         times = []
         for _ in range(3):
             t = time.perf_counter()
             again = catalog.refresh(s)
             times.append(time.perf_counter() - t)
-        assert max(times) < 0.5 and set(again.problems) == {'@hung', '@off'}, times   # never the silent one's time again
+        assert max(times) < catalog.patience / 2 and set(again.problems) == {'@hung', '@off'}, times   # never the silent one's time again
+        assert len(silent.conns) == 1   # asked once, on the first refresh, and never again
         assert [e.id for e in again.entries] == ids
     finally:
         silent.close()
@@ -366,3 +367,24 @@ def test_the_system_files_host_and_endpoints_are_shared_unless_they_say_not(srv,
         assert s.endpoints['mine'].shared is False and s.endpoints['lab'].shared is True
         assert 'the system settings file' in router.ollama(s).source
     finally: router.close()
+
+
+def test_a_pick_tidies_every_named_ollama_endpoint_this_kernel_used_and_keeps_others_models(shell, srv, tmp_path,
+                                                                                             monkeypatch):
+    "Switching from one model on the team's box to another frees what this kernel loaded there, and only that."
+    from conftest import run
+    with OllamaTestServer() as box:
+        write(tmp_path/'xdg'/'boopiter'/'settings.ini', section('box', 'ollama', box.host, shared='on'))
+        monkeypatch.setenv('OLLAMA_HOST', srv.host)
+        box.loaded = {'gemma3:4b'}                                   # a colleague's
+        run(shell, '%load_ext boopiter_ext')
+        assert run(shell, '%%prompt -m @box/qwen3:1.7b\nhi').success   # this kernel loads it there
+        assert box.loaded == {'gemma3:4b', 'qwen3:1.7b'}
+        tidier = lambda: shell.magics_manager.registry['BoopMagics'].assistant._tidier
+        shell.run_line_magic('boop', 'model @box/smollm2:135m')
+        assert tidier().wait(10) and box.loaded == {'gemma3:4b'}      # ours freed, the colleague's kept
+        unloads = [r.json['model'] for r in box.requests if r.path == '/api/generate' and r.json.get('keep_alive') == 0]
+        assert unloads == ['qwen3:1.7b']
+        box.loaded.add('qwen3:1.7b')                                 # loaded again, by someone else this time
+        shell.run_line_magic('boop', 'model @box/gemma3:4b')
+        assert tidier().wait(10) and box.loaded == {'gemma3:4b', 'qwen3:1.7b'}   # ours went already: nothing to do

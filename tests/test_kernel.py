@@ -179,7 +179,7 @@ def test_no_token_for_timeout_seconds(kernel, srv):
     assert res.reply['data']['text/plain'].startswith('first ') and '(timed out)' in res.reply['data']['text/plain']
 
 
-def test_interrupt_stops_within_half_a_second_keeps_the_partial_and_hangs_up(kernel, srv):
+def test_interrupt_stops_within_two_seconds_keeps_the_partial_and_hangs_up(kernel, srv):
     srv.script('tick ' * 1000, delay=0.02)
     msg_id = kernel.send(f'%%prompt -m {MODEL}\nCount forever')
     at, updates = [], []   # counted in the server's own pieces (one every 20 ms), not in seconds of a busy machine
@@ -196,7 +196,7 @@ def test_interrupt_stops_within_half_a_second_keeps_the_partial_and_hangs_up(ker
     stream = srv.streams[-1]
     deadline = time.monotonic() + 2
     while not stream.disconnected and time.monotonic() < deadline: time.sleep(0.01)
-    assert stream.disconnected and stream.pieces - at[0] < 25 and res.messages[-1][0] >= stream.disconnect_t   # < 0.5 s
+    assert stream.disconnected and stream.pieces - at[0] < 100 and res.messages[-1][0] >= stream.disconnect_t   # < 2 s of 20
     assert kernel.value('"still usable"') == "'still usable'"
 
 

@@ -187,3 +187,22 @@ def test_a_start_reports_its_steps_to_every_caller_and_the_status_follows_it():
 def test_prompt_processing_gets_every_core_and_generation_one_fewer():
     from boopiter_ext.local import _threads
     assert _threads(2) == (1, 2) and _threads(1) == (1, 1) and _threads(16) == (4, 4)
+
+
+def test_the_token_estimate_follows_a_real_tokenizer_on_prose_code_and_tables_of_numbers():
+    "SmolLM2's own tokenizer (llama.cpp's /tokenize) counts: numbers cost a token a digit, as in Qwen, Gemma and Llama."
+    import random, requests
+    from boopiter_ext.context import estimate_tokens
+    rnd, model = random.Random(7), LocalModel()
+    model.ensure()
+    try:
+        def real(text): return len(requests.post(model.url + '/tokenize', json={'content': text}, timeout=30).json()['tokens'])
+        words = Path(__file__).with_name('test_context.py').read_text().split()
+        for _ in range(12):   # prose and code, a DataFrame's repr, a column of integers, all of them mixed
+            prose = ' '.join(rnd.choices(words, k=rnd.randint(50, 400)))
+            table = '\n'.join(f'{i:<4}' + ''.join(f'{rnd.uniform(-1e4, 1e4):>14.{rnd.randint(1, 6)}f}' for _ in range(5))
+                              for i in range(rnd.randint(5, 60)))
+            ints = '\n'.join(str(rnd.randint(0, 10 ** rnd.randint(1, 9))) for _ in range(rnd.randint(10, 200)))
+            for text in (prose, table, ints, '\n\n'.join(rnd.sample([prose, table, ints], 3))):
+                assert 0.7 <= estimate_tokens(text) / real(text) <= 1.4, text[:200]
+    finally: model.stop()

@@ -168,13 +168,14 @@ def test_a_cell_that_starts_hangs_up_the_warm_up_under_way_and_none_starts_until
     monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
     srv = engine
     srv.script('', fault='stall', stall_s=30)                 # the warm-up's reply never comes
-    r = ready(shell, FakeLocal(srv.url))
+    r = ready(shell, local := FakeLocal(srv.url))
     assert until(lambda: srv.streams and r._response is not None)
     t = time.monotonic()
     r.pre_run_cell()                                          # what a cell starting does (a prompt cell included)
-    assert until(lambda: srv.streams[0].disconnected, 5) and time.monotonic() - t < 2
+    assert until(lambda: srv.streams[0].disconnected, 5) and time.monotonic() - t < 4   # at once, not at its 30 s
     assert r.wait(5) and r.last == {}                      # the pass ended, having warmed nothing
     r.ask()
+    assert until(lambda: local.starts == 2)                   # the pass is under way, waiting for the kernel's idle
     time.sleep(r.delay * 3)
     assert len(srv.chats()) == 1                              # held: nothing is sent while the cell runs
     r.post_run_cell()
@@ -186,7 +187,7 @@ def test_a_cell_that_starts_hangs_up_the_warm_up_under_way_and_none_starts_until
 
 def test_a_picked_ollama_model_loads_when_picked_with_the_window_and_keep_alive_of_its_prompts(shell, srv, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    def loads(): return [q.json for q in srv.requests if q.path == '/api/generate']
+    def loads(): return [q.json for q in srv.requests if q.path == '/api/generate' and q.json.get('keep_alive') != 0]
     r = ready(shell)
     assert r.wait(10) and loads() == [] and not srv.loaded   # none picked: the first prompt loads the one it picks
     run(shell, '%config BoopMagics.keep_alive = "10"')
@@ -195,6 +196,7 @@ def test_a_picked_ollama_model_loads_when_picked_with_the_window_and_keep_alive_
     assert r.wait(10)
     assert loads() == [dict(model='qwen3:1.7b', keep_alive='10m', options=dict(num_ctx=4096))]
     assert srv.loaded == {'qwen3:1.7b'}
+    assert magics(shell).assistant._tidier.wait(10)          # the pick's tidying (its `/api/ps`) is over too
     srv.reset()
     run(shell, 'x = 1')                                       # a cell: nothing new to load, and no request at all
     assert r.wait(10) and srv.requests == []
@@ -204,7 +206,7 @@ def test_a_picked_ollama_model_loads_when_picked_with_the_window_and_keep_alive_
     assert r.wait(10)
     srv.reset()
     shell.run_line_magic('boop', 'model gemma3:4b')
-    assert r.wait(10) and loads() == []
+    assert r.wait(10) and magics(shell).assistant._tidier.wait(10) and loads() == []   # unloads aside
     r.stop()
 
 

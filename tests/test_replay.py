@@ -439,3 +439,50 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path, monke
     monkeypatch.undo()
     DiskCache(tmp_path/'cache').put('sha256:cd', dict(output_type='display_data', data={}, metadata={}))
     assert sorted(p.name for p in path.parent.iterdir()) == ['ab.json', 'cd.json']
+
+
+def test_status_while_replaying_names_the_cassette_and_the_recorded_model_and_asks_no_model(shell, srv, tmp_path,
+                                                                                             monkeypatch, capsys):
+    from conftest import run
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    monkeypatch.setenv('BOOPITER_NOTEBOOK', str(notebook(tmp_path/'nb.ipynb', ['%load_ext boopiter_ext'])))
+    tape = Cassette(tmp_path/'nb.cassette.json')
+    tape.auto_model = 'ollama_chat/gemma3:4b'
+    tape.save()
+    run(shell, '%load_ext boopiter_ext')
+    run(shell, '%boop replay')
+    capsys.readouterr()
+    srv.reset()
+    run(shell, '%boop status')
+    rows = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    assert rows['model'] == 'auto → ollama_chat/gemma3:4b (the model that answered when recording)'
+    assert rows['endpoint'] == 'none: the cassette answers, and no model is asked'
+    assert rows['cassette'] == 'replaying nb.cassette.json' and 'warning' not in rows
+    assert srv.requests == []   # not even what the model can do: replaying works offline
+    run(shell, '%boop record')
+    capsys.readouterr()
+    run(shell, '%boop status')
+    assert 'cassette  recording every model turn to nb.cassette.json' in capsys.readouterr().out
+
+
+def test_a_dry_run_says_when_running_the_cell_would_show_a_saved_reply_instead_of_asking(shell, srv, capsys,
+                                                                                          monkeypatch):
+    from conftest import run
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    from boopiter_ext.render import _REUSE_NOTES
+    def dry(opts=''):
+        capsys.readouterr()
+        run(shell, f'%%prompt --no-context --dry-run {opts}\nWhat is 2 + 2?')
+        return capsys.readouterr().out.splitlines()[0]
+    run(shell, '%load_ext boopiter_ext')
+    run(shell, f'%boop model {MODEL}')
+    assert 'Run for real' not in dry()                                         # nothing saved yet: it would ask
+    srv.script('4.')
+    run(shell, '%%prompt --no-context\nWhat is 2 + 2?')
+    assert dry().endswith(_REUSE_NOTES['saved']) and 'Run for real' not in dry('--fresh')
+    run(shell, '%boop model gemma3:4b')                                       # another model would answer now
+    assert dry().endswith(_REUSE_NOTES['kept'].format(by=MODEL))
+    assert 'Run for real' not in dry('-m gemma3:4b')                          # asked for by name: it asks
+    n = len(srv.chats())
+    res = run(shell, '%%prompt --no-context\nWhat is 2 + 2?')                 # and so it does: kept, no model asked
+    assert res.success and len(srv.chats()) == n

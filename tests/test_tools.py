@@ -169,7 +169,7 @@ def test_a_folder_of_100_000_files_never_holds_the_kernel(tmp_path, monkeypatch)
     assert took < walk and out.splitlines()[-1] == '... stopped at 200 matches; narrow it'
     monkeypatch.setattr(tools, '_MAX_SECONDS', 0.3)
     out, took = timed(t['search_files'], 'needle')   # reads every file: stopped by time
-    assert took < 1.3 and re.fullmatch(r'\.\.\. stopped after 0\.3 s, in d\d{3}/; narrow `path` or `glob`', out), out
+    assert took < 3 and re.fullmatch(r'\.\.\. stopped after 0\.3 s, in d\d{3}/; narrow `path` or `glob`', out), out
 
 
 # ---- read_file
