@@ -533,7 +533,7 @@ class Assistant:
         model_line, endpoint, info, problem = '', '-', {}, []
         replaying = s['cassette'] == 'replay'
         try:
-            model, note = self.answering_model(s)
+            model, note = self.answering_model(s) if replaying else self.router.resolve(s)   # who answers a new prompt
             model_line = f'auto → {model} ({note})' if note else f'{model} (from {picked_model(s)[1]})'
             if s['reasoning'] and s['reasoning_model'] == model: model_line += ', the reasoning model'
             if replaying: endpoint = 'none: the cassette answers, and no model is asked'

@@ -212,7 +212,8 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
     assert page.locator(f'{MENU_BUTTON} .boop-MenuButton-warn').is_visible()
     screenshot(page.locator(MENU_PANEL), artifacts/f'{app.app}-menu-offline-light.png', (300, 300, 10000))
     execute_silently(page, f"os.environ['OLLAMA_HOST'] = {srv.host!r}")
-    panel.locator('[data-action="refresh"]').click()
+    page.keyboard.press('Escape')
+    open_menu(page, app)                                              # opened again, it asks the offline source again
     until(page, app, f"!document.querySelector('{MENU_PANEL} .boop-Menu-offline') && "
                      f"!document.querySelector('{MENU_ITEM}').classList.contains('boop-mod-warn')", 'Ollama back')
     page.keyboard.press('Escape')

@@ -2,6 +2,7 @@
  * The brain menu: a compact notebook toolbar button (which model answers, ⚠ when a source is offline)
  * that opens a popup panel with every pick boopiter offers. Each pick is a `pick` message; the
  * kernel answers with its new state and the binding, which the channel saves in the notebook.
+ * Opening the panel while a source is offline lists the models again, so a server that came back shows.
  *
  * Keyboard: the button opens the panel and focuses it; Tab and Shift+Tab cycle inside it, arrow keys
  * move between controls (and within the model list and the effort group), Escape closes it and
@@ -66,6 +67,10 @@ export class BrainMenuButton extends Widget {
     this._panel.place();
     this._panel.focusFirst();
     this._button.setAttribute('aria-expanded', 'true');
+    const { phase, menu } = this._channel.state;
+    if (phase === 'ready' && menu && Object.keys(menu.problems).length) {
+      this._channel.refresh(); // a source was offline at the last listing: it may be back
+    }
   }
 
   close(restoreFocus = false): void {
