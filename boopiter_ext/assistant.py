@@ -42,6 +42,11 @@ class Answer:
     blocks: list = field(default_factory=list)
 
 
+def _request_options(route, settings, ledger)->dict:
+    "The options that change a reply, as a request's digest covers them (`replay.request_digest`)."
+    return dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'])
+
+
 class Assistant:
     "The notebook's settings, binding and models, and the pipeline that answers its prompts."
     def __init__(self,
@@ -239,10 +244,11 @@ class Assistant:
         from .replay import request_digest
         p = self._prepare(question, settings, with_context, offer=False)
         ledger, route = p['ledger'], p['route']
-        options = dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'])
-        kind, found = ('replay', None) if settings['cassette'] == 'replay' else (
-            (None, None) if p['auto'] else self.reusable(request_digest(p['model'], p['msgs'], options), p['model'],
-                                                          p['msgs'], options, settings, route))
+        options = _request_options(route, settings, ledger)
+        if settings['cassette'] == 'replay': kind, found = 'replay', None
+        elif p['auto']: kind, found = None, None   # its tool loop asks the model again after a first round anyway
+        else: kind, found = self.reusable(request_digest(p['model'], p['msgs'], options), p['model'], p['msgs'], options,
+                                          settings, route)
         by = found[0]['metadata']['boopiter'].get('model') if kind == 'kept' else None
         return dict(model=p['model'], route=route, window=ledger['window'], tokens=ledger['tokens'],
                     reserve=ledger['reserve'], ledger=ledger, messages=p['msgs'], auto=p['auto'],
@@ -374,7 +380,7 @@ class Assistant:
         and end as one-paragraph errors; with `raise_interrupt=False` an interrupted reply is returned (marked)."""
         from .replay import request_digest
         from .stream import Reply
-        options = dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'])
+        options = _request_options(route, settings, ledger)
         digest, mode = request_digest(model, msgs, options), settings['cassette']
         route = {**route, 'digest': digest}
         shown = view(route, ledger)

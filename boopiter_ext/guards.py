@@ -9,11 +9,12 @@ notebook variables, whose values are captured), so nothing else can hide in it; 
 the guards in order, each answering in text the model reads: an offered tool? arguments that fit its signature and
 annotations? for a tool with side effects (`INTENT_ATTR`), did the user's own prompt ask for it, and did the user
 confirm? The intent check reads only the user's text, never tool output: a document cannot grant itself
-permission. A value that leaves the machine (`OUTBOUND_ATTR`, such as `fetch_url`'s URL) runs unattended only when
+permission. A value that leaves the machine (`OUTBOUND_ATTR`, such as `fetch_url`'s URL) goes unattended only when
 it was given to the model (`given`: the prompt, the variables it names, earlier results), never when the model
-composed it: a URL the model wrote could carry the notebook's data to a server, so it needs the user's consent. Tool output is screened for text that tries to give orders (`screen_output`: it reads the text
-normalised, so zero-width characters, look-alike letters, emphasis and tools' line prefixes hide nothing) and
-flagged output is wrapped as untrusted data (`quarantine`), with any line that imitates its delimiters removed.
+composed it: a URL the model wrote could carry the notebook's data to a server, so it needs the user's consent.
+Tool output is screened for text that tries to give orders (`screen_output`: it reads the text normalised, so
+zero-width characters, look-alike letters, emphasis and tools' line prefixes hide nothing) and flagged output is
+wrapped as untrusted data (`quarantine`), with any line that imitates its delimiters removed.
 `recover_calls` turns calls written as JSON (`<tool_call>` tags, ```tool_call or ```json fences, native
 `tool_calls`) into the same Python, so every call passes the same guards.
 
@@ -574,10 +575,10 @@ def composed(
     """The arguments that would leave the machine (`OUTBOUND_ATTR`) although nobody gave them to the model: each must
     appear in `given` whole (`_written_in`), with or without its scheme, not as a part the model cut out of it."""
     return [(p, v) for p in getattr(fn, OUTBOUND_ATTR, ()) if (v := bound.get(p)) is not None
-            and not (isinstance(v, str) and (v := v.strip()) and any(_written_in(w, given) for w in _URL_FORMS(v)))]
+            and not (isinstance(v, str) and (v := v.strip()) and any(_written_in(w, given) for w in _forms(v)))]
 
 
-def _URL_FORMS(v): return {v, re.sub(r'(?i)^https?://', '', v)} - {''}
+def _forms(v): return {v, re.sub(r'(?i)^https?://', '', v)} - {''}   # a URL with or without its scheme
 
 # what may touch a value written in text: no character a URL could go on with (`.`, `,`, `;`, `:`, `!`, `?` or `)` may
 # close a sentence, when no more of a URL follows)

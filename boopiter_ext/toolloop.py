@@ -101,7 +101,7 @@ class _Guards:
     namespace: dict
     confirm: object
     seen: dict = field(default_factory=dict)   # call key -> the round it was first proposed in
-    given: list = field(default_factory=list)  # what the model was given: outbound values may come from it unattended
+    given: list = field(init=False)  # what the model was given: outbound values may come from it unattended
 
     def __post_init__(self):
         "The prompt, and the text values of the variables it names (`fetch_url(page)` for 'the URL in `page`')."
