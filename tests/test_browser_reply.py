@@ -404,7 +404,7 @@ def test_streaming_costs_the_page_no_long_task_and_a_megabyte_no_more_than_twice
     final = page.evaluate(f'() => {PANEL}.content.widgets[1].model.outputs.get(0).toJSON().data[{json.dumps(REPLY_MIME)}]')
     assert final['status'] == 'done' and len(final['markdown']) > 1_000_000 and updates >= 10, (len(final['markdown']), updates)
     once = min(page.evaluate(ONCE, 1) for _ in range(2))                # the better of two: a fair yardstick
-    replay, views = page.evaluate(REPLAY, 1)
+    replay, views = min(page.evaluate(REPLAY, 1) for _ in range(2))     # the better of two too: the same yardstick
     assert views == 1                                                    # updated in place, as from the kernel
     figures = dict(chars=len(final['markdown']), updates=updates, live_stream_ms=round(t['done'] - t['first']),
                    live_render_after_last_update_ms=round(t['done'] - t['last']), replay_ms=round(replay),
