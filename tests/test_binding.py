@@ -74,3 +74,17 @@ def test_a_binding_that_passes_is_shown_as_it_was_saved():
     b = dict(model='qwen3:1.7b', reasoning=True, think='h', keep_alive='30s', context_size=32768, tools='kernel, files')
     data, _ = binding_bundle(b)
     assert data[BINDING_MIME] == dict(version=1, **b) and all(check_setting(k, v) for k,v in b.items())
+
+
+def test_a_pick_stamp_counts_only_with_a_zone_and_a_believable_time():
+    from boopiter_ext.binding import _AHEAD, _EARLIEST, _when
+    now = datetime.now(timezone.utc)
+    assert _when(now.isoformat()) == now
+    assert _when(now.astimezone(timezone(timedelta(hours=-7))).isoformat()) == now   # another zone, the same instant
+    assert _when(now.replace(tzinfo=None).isoformat()) is None                       # no zone: not comparable
+    assert _when((now + _AHEAD + timedelta(seconds=30)).isoformat()) is None          # from the future: forged
+    assert _when((now + _AHEAD - timedelta(seconds=30)).isoformat()) is not None      # a clock a little ahead
+    assert _when(_EARLIEST.isoformat()) == _EARLIEST and _when((_EARLIEST - timedelta(seconds=1)).isoformat()) is None
+    assert _when('0001-01-01T00:00+01:00') is None and _when(20260101) is None
+    long = '2026-01-01T00:00:00.000000+00:00:00.000000'   # a valid ISO time, 42 characters: longer than any stamp made
+    assert datetime.fromisoformat(long) and _when(long) is None and _when(long[:32]) is not None

@@ -1,4 +1,5 @@
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 import ollama  # noqa: F401  (its _client module holds the host parser we compare with)
 from boopiter_ext.settings import DEFAULTS, load_settings, read_ini, project_ini, resolve_settings, ollama_url, public_url
 
@@ -206,3 +207,40 @@ def test_the_dead_drop_folder_is_yours_to_set_not_a_projects_and_both_sides_read
     assert not (tmp_path/'theirs').exists()
     write(user, '[boopiter]\ndeaddrop_dir = rel\x07ative\n')                      # a rule applies to it like any key
     assert load_settings(start=proj.parent, environ=env)['deaddrop_dir'] == ''
+
+
+# ---- the small helpers every warning and saved source goes through
+
+def test_a_value_quoted_in_a_warning_is_one_short_line_without_a_password_or_key():
+    from boopiter_ext.settings import _shown
+    assert _shown('x' * 60) == 'x' * 60 and _shown('x' * 61) == 'x' * 57 + '...'
+    assert _shown('http://me:pw@gpu.lan:1', 'host') == '…@gpu.lan:1' == _shown('me:pw@gpu.lan:1', 'api_base')
+    assert _shown('me@example.org', 'model') == 'me@example.org'   # only where a URL's user and password would be
+    assert _shown('sk-live-123', 'api_key_env') == '…'                # a key pasted where its variable's name goes
+    assert _shown('a\nb\x00') == 'a\\nb\\x00' and _shown(3.5) == '3.5' and _shown(10 ** 5000) == 'a number too long to show'
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(v=st.one_of(st.text(), st.integers(), st.floats(), st.none()), key=st.sampled_from(['', 'host', 'api_base', 'model']))
+def test_any_value_is_quoted_printable_and_short(v, key):
+    from boopiter_ext.settings import _shown
+    s = _shown(v, key)
+    assert s.isprintable() and len(s) <= 60 and '\n' not in s
+    if key in ('host', 'api_base') and isinstance(v, str) and '@' in v: assert s.startswith('…@') and s.count('@') == 1
+
+
+def test_where_a_value_came_from_is_saved_without_a_path():
+    from boopiter_ext.settings import short_source
+    assert [short_source(s) for s in ('', 'default', '/home/ana/proj/settings.ini', '/etc/boopiter/settings.ini',
+                                      'cell option', 'notebook binding', '%config')] == [
+        'auto', 'auto', 'settings.ini', 'settings.ini', 'cell option', 'notebook binding', '%config']
+
+
+def test_an_address_is_a_url_or_a_bare_host_with_a_port_from_1_to_65535():
+    from boopiter_ext.settings import _address
+    ok = ['gpu.lan', ':8080', 'gpu.lan:65535', '[::1]:11434', 'http://gpu.lan', 'https://gpu.lan:1/v1',
+          'http://:80']   # no host: the local one, as Ollama's own client reads OLLAMA_HOST
+    bad = ['gpu.lan:0', 'a b', 'ftp://gpu.lan', 'http://gpu.lan:0', 'x' * 301, '']
+    assert [_address(v) for v in ok] == [True] * len(ok) and [_address(v) for v in bad] == [False] * len(bad)
+    assert not _address('gpu.lan', bare=False) and _address('http://gpu.lan', bare=False)   # a URL only, where one must be
+    assert not _address('http://', bare=False) and not _address('http://:80', bare=False)   # with a host
