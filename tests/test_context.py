@@ -317,3 +317,50 @@ def test_token_estimates_windows_and_tags_at_their_edges():
 def test_a_cell_shown_by_the_frontend_but_not_run_here_is_labelled_so():
     _, ledger = build_context([Cell('x = 1', origin='frontend', exec_count=None), Cell('y = 2', exec_count=3)], 'q?')
     assert [i['label'] for i in ledger['items']][:2] == ['In [ ] (not run in this kernel)', 'In [3]']
+
+
+# ---- what the mutation run found untested (bench/mutation.md)
+
+def asked_out(text, asked): return dict(output_type='display_data', data={'text/plain': text},
+                                        metadata={'boopiter': {'reply': True, 'context': {'asked': asked}}})
+
+
+def test_an_earlier_turn_repeats_the_question_as_sent_only_within_its_clip():
+    from boopiter_ext.context import _asked
+    q = 'What is in $`df`?'
+    def cell(sent): return Cell(f'%%prompt\n{q}', 'prompt', [asked_out('A table.', sent)])
+    added = '\n\n' + 'x' * 8                                                      # the values its $`names` had
+    assert _asked(cell(q + added), q, limit=10) == q + added                       # 10 characters added: at the limit
+    assert _asked(cell(q + added + '!'), q, limit=10) == q                         # past it: the question as it is now
+    assert _asked(cell('Something else'), q) == q and _asked(cell(q + ' ' + 'v' * 10**4), q) == q + ' ' + 'v' * 10**4
+
+
+def test_an_output_that_is_only_an_object_s_repr_is_left_out_for_its_other_forms():
+    obj = dict(output_type='execute_result', metadata={},
+               data={'text/plain': '<__main__.Plot object at 0x7f3a2b10c4d0>', 'text/html': '<b>a plot</b> of sales'})
+    text = cell_text(code('Plot()', obj))[0]
+    assert '0x7f3a2b10c4d0' not in text and 'a plot  of sales' in text
+    assert '<Plot of 3 points>' in cell_text(code('p', result('<Plot of 3 points>')))[0]   # a repr that says something
+
+
+def test_an_earlier_reply_is_clipped_at_four_times_an_output_s_limit():
+    def turn(n): return build_context([Cell('%%prompt\nq', 'prompt', [reply_out('r' * n)])], 'next', clip_chars=100,
+                                      system='')[1]['items'][0]['status']
+    assert turn(400) == 'sent' and turn(401) == 'clipped'
+
+
+def test_no_image_is_sent_when_the_most_is_zero_even_to_a_vision_model():
+    img = dict(output_type='display_data', data={'image/png': PNG, 'text/plain': '<Figure>'}, metadata={})
+    msgs, ledger = build_context([code('plot()', img)], 'What does it show?', vision=True, max_images=0)
+    assert msg_images(msgs[-1]) == [] and ledger['images'] == 0
+    assert msg_images(build_context([code('plot()', img)], 'What does it show?', vision=True, max_images=1)[0][-1])
+
+
+def test_the_ledger_counts_every_message_s_tokens_and_says_what_overflows():
+    from boopiter_ext.context import _MSG_OVERHEAD
+    _, ledger = build_context([], 'What is x?', system='Be brief.')
+    assert ledger['tokens'] == estimate_tokens('Be brief.') + estimate_tokens('What is x?') + 2 * _MSG_OVERHEAD
+    pinned = code('x = 1', stream('y' * 4000), tags=('boop-pin',))
+    assert build_context([], 'q' * 4000, limit=100)[1]['notes'][0].startswith('the prompt alone (~')
+    assert build_context([pinned], 'q', limit=100)[1]['notes'][0].startswith('the prompt and the pinned cells (~')
+    assert build_context([pinned], 'q', limit=10**6)[1]['notes'] == []

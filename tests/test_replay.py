@@ -486,3 +486,37 @@ def test_a_dry_run_says_when_running_the_cell_would_show_a_saved_reply_instead_o
     n = len(srv.chats())
     res = run(shell, '%%prompt --no-context\nWhat is 2 + 2?')                 # and so it does: kept, no model asked
     assert res.success and len(srv.chats()) == n
+
+
+def test_another_cells_reply_to_the_same_request_is_reused_when_the_asking_cell_has_none():
+    other = reply_cell('from the copy above', 'sha256:a')
+    other.cell_id = 'c1'
+    assert find_saved_reply('sha256:a', [other], cell_id='c9')['data']['text/plain'] == 'from the copy above'
+    assert find_saved_reply('sha256:a', [other])['data']['text/plain'] == 'from the copy above'   # no id known (headless)
+
+
+def test_the_digest_covers_an_image_by_its_bytes_and_a_text_part_by_its_text():
+    def with_image(data): return [mk_msg(['What is in it?', {'type': 'image_url', 'image_url': {'url': data}}])]
+    a, b = 'data:image/png;base64,' + 'A' * 400, 'data:image/png;base64,' + 'A' * 399 + 'B'
+    assert request_digest(MODEL, with_image(a), {}) == request_digest(MODEL, with_image(a), {})
+    assert request_digest(MODEL, with_image(a), {}) != request_digest(MODEL, with_image(b), {})
+    bare = [{'role': 'user', 'content': [{'type': 'text', 'text': 'What is in it?'}, {'type': 'image_url', 'image_url': a}]}]
+    assert request_digest(MODEL, bare, {}) == request_digest(MODEL, with_image(a), {})   # the same bytes, the same digest
+
+
+def test_a_saved_reply_s_options_are_used_only_when_well_formed():
+    from boopiter_ext.replay import _saved_options
+    assert _saved_options(dict(effort='h', context=dict(window=8192))) == dict(think='h', num_ctx=8192)
+    assert _saved_options(dict(context=dict())) == dict(think=None, num_ctx=None)          # none saved: none asked
+    assert _saved_options(dict(context=dict(window=0))) is None and _saved_options(dict(effort='max')) is None
+
+
+def test_a_model_s_capabilities_keep_only_short_printable_names():
+    info = clean_model_info(dict(capabilities=['', 'tools', 'x' * 64, 'x' * 65, 'a\nb', 3]))
+    assert info['capabilities'] == ['tools', 'x' * 64]
+
+
+def test_a_cassette_in_a_folder_not_made_yet_is_recorded_there(tmp_path):
+    tape = Cassette(tmp_path/'ci'/'tapes'/'nb.cassette.json', recording=True)
+    tape.add('sha256:a', MODEL, {}, dict(content='hi', reasoning='', status='done'))
+    assert Cassette(tmp_path/'ci'/'tapes'/'nb.cassette.json').turns['sha256:a']['model'] == MODEL
