@@ -612,13 +612,22 @@ def test_any_html_or_allow_list_is_read_without_raising(text):
 
 # ---- in auto mode the page is screened like any tool's output
 
+def _reply(text):
+    "A model's finished reply with `text`, as the tool loop gets one."
+    r = Reply('m')
+    r.add_content(text)
+    r.finish('done', dict(finish_reason='stop'))
+    return r
+
+
+def _replies(*texts):
+    "`ask` for the tool loop: these replies, one per round."
+    out = list(map(_reply, texts))
+    return lambda messages: out.pop(0)
+
+
 def test_a_page_that_gives_orders_is_flagged_and_quarantined_in_auto_mode(fetch, srv):
-    def reply(text):
-        r = Reply('m')
-        r.add_content(text)
-        r.finish('done', dict(finish_reason='stop'))
-        return r
-    replies = [reply(f"```python\nfetch_url('{srv.url('/pricing')}')\n```"), reply('Plans start at 9 EUR.')]
+    replies = [_reply(f"```python\nfetch_url('{srv.url('/pricing')}')\n```"), _reply('Plans start at 9 EUR.')]
     asked = []
     def ask(messages):
         asked.append(list(messages))
@@ -637,16 +646,6 @@ def test_a_page_that_gives_orders_is_flagged_and_quarantined_in_auto_mode(fetch,
 
 
 # ---- in auto mode a URL the model composed is not fetched without the user's consent
-
-def _replies(*texts):
-    out = []
-    for text in texts:
-        r = Reply('m')
-        r.add_content(text)
-        r.finish('done', dict(finish_reason='stop'))
-        out.append(r)
-    return lambda messages: out.pop(0)
-
 
 def test_auto_mode_fetches_the_urls_it_was_given_and_their_links_but_asks_before_one_it_composed(fetch, srv):
     "A hostile page (or note) could have the model put the notebook's data in a URL: that is sending it away."
