@@ -13,7 +13,7 @@
    refresh that meets a silent server waits `Catalog.patience` for it, once: it is shown apart.
 """
 
-import os, socket, statistics, subprocess, sys, tempfile, threading, time
+import os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,19 +83,6 @@ def slow(route):
     return handler
 
 
-class Silent:
-    "A port that accepts connections and never answers."
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(128)
-        self.conns = []
-        threading.Thread(target=lambda: [self.conns.append(self.sock.accept()[0]) for _ in iter(int, 1)], daemon=True).start()
-
-    @property
-    def url(self): return f'http://127.0.0.1:{self.sock.getsockname()[1]}'
-
-
 def refreshes(folder, dead_url, runs):
     "(first refresh, [(refresh, slowest live alone)] after it), in seconds."
     servers = {n: ollama_server.OllamaTestServer().start() for n in DELAYS}
@@ -133,7 +120,7 @@ def listing(folder, runs):
         ollama_server._ROUTES[key] = slow(ollama_server._ROUTES[key])
     print(f'2. a catalog refresh across 5 endpoints (live ones list in {", ".join(f"{d * 1000:.0f}" for d in DELAYS.values())} ms),'
           f' one down, median of {runs}:')
-    silent = Silent()
+    silent = ollama_server.Silent()
     for what, url in (('accepts, never answers', silent.url), ('refuses', f'http://127.0.0.1:{ollama_server.free_port()}')):
         first, got = refreshes(folder, url, runs)
         refresh, alone = statistics.median(r for r, _ in got), statistics.median(a for _, a in got)

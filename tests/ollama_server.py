@@ -75,6 +75,32 @@ def free_port(host='127.0.0.1'):
         return s.getsockname()[1]
 
 
+class Silent:
+    """A port that accepts connections and never answers (a server hung before its first byte)."""
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(('127.0.0.1', 0))
+        self.sock.listen(128)
+        self.conns, self.stop = [], threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        self.sock.settimeout(0.1)
+        while not self.stop.is_set():
+            try: self.conns.append(self.sock.accept()[0])
+            except OSError: pass
+
+    @property
+    def host(self): return f'127.0.0.1:{self.sock.getsockname()[1]}'
+
+    @property
+    def url(self): return f'http://{self.host}'
+
+    def close(self):
+        self.stop.set()
+        for c in [*self.conns, self.sock]: c.close()
+
+
 def split_pieces(text):
     """Split a reply into stream pieces: each word with its following whitespace.
 

@@ -1,10 +1,10 @@
 """Named endpoints (issue 16): many model servers in the settings files, `@NAME/MODEL` ids, keys per endpoint, the
 system-wide file, a catalog that never waits for a dead server, and shared-server etiquette. Real servers, real sockets."""
 
-import copy, itertools, socket, threading, time
+import copy, itertools, time
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
-from ollama_server import OllamaTestServer, free_port
+from ollama_server import OllamaTestServer, Silent, free_port
 from boopiter_ext.binding import may_choose, screen_binding
 from boopiter_ext.catalog import Catalog
 from boopiter_ext.errors import SettingsError, Unreachable
@@ -261,29 +261,6 @@ def test_a_binding_may_name_an_endpoint_only_your_settings_declare_and_it_goes_t
 
 
 # -- the catalog: every server in one list, and no waiting for a dead one
-
-class Silent:
-    "A port that accepts connections and never answers."
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(64)
-        self.conns, self.stop = [], threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        self.sock.settimeout(0.1)
-        while not self.stop.is_set():
-            try: self.conns.append(self.sock.accept()[0])
-            except OSError: pass
-
-    @property
-    def host(self): return f'127.0.0.1:{self.sock.getsockname()[1]}'
-
-    def close(self):
-        self.stop.set()
-        for c in [*self.conns, self.sock]: c.close()
-
 
 def test_every_endpoint_is_listed_together_and_a_dead_or_silent_one_waits_for_nobody(srv, tmp_path):
     silent, refused = Silent(), free_port()

@@ -19,6 +19,18 @@ def replies(nb):
             if o.get('metadata', {}).get('boopiter', {}).get('reply')]
 
 
+def run_howto(
+    tmp_path,              # Where the copy runs (and its `out.ipynb` is written)
+    name:str,              # The how-to's file name in nbs/
+    settings:bool=False,   # With the repository's settings.ini beside it, as nbs/ reads it from one folder up
+):                         # The executed notebook
+    "Run a copy of the how-to `nbs/NAME` headless, as `boopiter-run` does; the executed notebook."
+    shutil.copy(NBS/name, tmp_path/name)
+    if settings: shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
+    assert run_notebook(tmp_path/name, tmp_path/'out.ipynb', write=lambda s: None)
+    return nbformat.read(tmp_path/'out.ipynb', as_version=4)
+
+
 def test_every_notebook_is_tested():
     assert sorted(p.name for p in NBS.glob('*.ipynb')) == ['00_tour.ipynb', '01_context.ipynb',
                                                             '02_models_and_settings.ipynb', '03_brain_menu.ipynb',
@@ -47,11 +59,7 @@ def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
 
 def test_context_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'01_context.ipynb'
-    shutil.copy(NBS/'01_context.ipynb', nb_path)
-    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    got = replies(nbformat.read(tmp_path/'out.ipynb', as_version=4))
+    got = replies(run_howto(tmp_path, '01_context.ipynb', settings=True))
     assert len(got) == 3 and all(o['metadata']['boopiter']['status'] == 'done' for _,o in got)
     first, second, third = srv.chats()[-3:]
     text = first['messages'][-1]['content']
@@ -64,10 +72,7 @@ def test_context_howto_on_the_test_server(srv, tmp_path, monkeypatch):
 
 def test_models_and_settings_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'02.ipynb'
-    shutil.copy(NBS/'02_models_and_settings.ipynb', nb_path)
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '02_models_and_settings.ipynb')
     [(src, out)] = replies(nb)[:1]
     assert out['metadata']['boopiter']['model'] == 'qwen3:1.7b'
     assert srv.chats()[0]['think'] is True
@@ -81,11 +86,8 @@ def test_models_and_settings_howto_on_the_test_server(srv, tmp_path, monkeypatch
 
 def test_brain_menu_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'03.ipynb'
-    shutil.copy(NBS/'03_brain_menu.ipynb', nb_path)
     srv.loaded = {'gemma3:4b'}
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '03_brain_menu.ipynb')
     got = [(src.splitlines()[-1], o['metadata']['boopiter']) for src,o in replies(nb)]
     assert [(q, m['model'], m['model_source']) for q,m in got] == [
         ('In one sentence: which model are you?', 'smollm2:135m', 'notebook binding'),
@@ -104,15 +106,12 @@ def test_brain_menu_howto_on_the_test_server(srv, tmp_path, monkeypatch):
 
 def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'04.ipynb'
-    shutil.copy(NBS/'04_tools.ipynb', nb_path)
     srv.script('```python\nadd_numbers(47, 23)\n```')
     srv.script('47 + 23 = 70.')
     srv.script("```python\ncreate_ticket('Refund approved for every unit')\n```")
     srv.script('Ticket 9001 is about an amber status ring.')
     srv.script('Like this:\n\n```python\nadd_numbers(2, 3)\n```')
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '04_tools.ipynb')
     cell = {c.source.splitlines()[-1]: c for c in nb.cells if c.cell_type == 'code'}
     def trace(key): return next(o['metadata']['boopiter']['tool_loop'] for o in cell[key].outputs
                                 if 'tool_loop' in o['metadata'].get('boopiter', {}))
@@ -128,10 +127,7 @@ def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
 def test_deaddrop_howto_answers_through_files(tmp_path, monkeypatch):
     monkeypatch.setenv('BOOPITER_DEADDROP_DIR', str(tmp_path/'dead_drop'))
     monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
-    nb_path = tmp_path/'05.ipynb'
-    shutil.copy(NBS/'05_deaddrop.ipynb', nb_path)
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    [(src, out)] = replies(nbformat.read(tmp_path/'out.ipynb', as_version=4))
+    [(src, out)] = replies(run_howto(tmp_path, '05_deaddrop.ipynb'))
     assert out['data']['text/plain'] == "I read: 'Can you hear me through the dead drop?'. Answered through files."
     md = out['metadata']['boopiter']
     assert (md['model'], md['answered_by'], md['session']) == ('deaddrop/howto', 'howto-bot', 'howto')
@@ -140,16 +136,12 @@ def test_deaddrop_howto_answers_through_files(tmp_path, monkeypatch):
 def test_images_and_reasoning_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     from PIL import Image
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'06.ipynb'
-    shutil.copy(NBS/'06_images_and_reasoning.ipynb', nb_path)
-    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
     thought, answer = 'Line six adds 3 to sample 120 so it is a bad sample', 'A bad sample: `y[120] += 3`.'
     srv.script('One sample spikes far above the sine.')
     srv.script('I cannot see the figure.')
     srv.script(answer, thinking=thought)
     srv.script('A sine curve with one spike.')
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '06_images_and_reasoning.ipynb', settings=True)
     got = replies(nb)
     assert len(got) == 4 and all(o['metadata']['boopiter']['status'] == 'done' for _,o in got)
     vision, text_only, thinking, budget = chats = srv.chats()
@@ -183,16 +175,12 @@ def test_images_and_reasoning_howto_on_the_test_server(srv, tmp_path, monkeypatc
 
 def test_reproducible_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'07_reproducible.ipynb'
-    shutil.copy(NBS/'07_reproducible.ipynb', nb_path)
-    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
     def block(code): return f'```python\n{code}\n```'
     fresh = '17.5% of 2340 is 409.5.'
     bench = [block("calculator('2340 * 0.175')"), '409.5.', 'I answer questions about your notebook.',   # qwen3: pct, hi
              'It is about 400.', block("create_ticket('Say hello back')"), 'Hello! I can help.']       # smollm2: pct, hi
     for r in ['It adds the three prices: 19.75, so the total is right.', '409.5', fresh] + bench: srv.script(r)
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '07_reproducible.ipynb', settings=True)
     chats = srv.chats()
     # three prompts asked (the copy was reused), then the bench: 3 round trips per model
     assert [c['model'] for c in chats] == ['qwen3:1.7b'] * 6 + ['smollm2:135m'] * 3
@@ -246,16 +234,12 @@ def test_reproducible_howto_on_the_test_server(srv, tmp_path, monkeypatch):
 
 def test_whole_notebook_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'08_whole_notebook.ipynb'
-    shutil.copy(NBS/'08_whole_notebook.ipynb', nb_path)
-    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
     srv.script('Sales are above the budget.')
     srv.script('```python\ngrowth(sales)\n```')
     srv.script('Sales grew 50.0%.')
     srv.script("```python\nsearch_notebook('sales')\n```")
     srv.script('The cells that define and use sales.')
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    out = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    out = run_howto(tmp_path, '08_whole_notebook.ipynb', settings=True)
     chats = srv.chats()
     assert len(chats) == 5                                                   # the dry run asked nothing
     assert not [c for c in chats if 'my_salary' in json.dumps(c)]            # hidden: never sent, to no tool either
@@ -271,12 +255,9 @@ def test_web_and_pdf_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     "Offline: the notebook serves its own page on loopback, allows it with `%config`, and writes its own PDF."
     from boopiter_ext.webtools import PDF_HINT
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'09_web_and_pdf_tools.ipynb'
-    shutil.copy(NBS/'09_web_and_pdf_tools.ipynb', nb_path)
     srv.script('```python\nfetch_url(page)\n```')
     srv.script('Every 4 weeks, with citric acid.')
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '09_web_and_pdf_tools.ipynb')
     cells = [c for c in nb.cells if c.cell_type == 'code']
     def text(c): return ''.join(o.get('text', '') for o in c.outputs)
     refused, allowed = [text(c) for c in cells if c.source == 'print(fetch_url(page))']
@@ -297,12 +278,9 @@ def test_web_and_pdf_howto_on_the_test_server(srv, tmp_path, monkeypatch):
 
 def test_teams_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'10_teams.ipynb'
-    shutil.copy(NBS/'10_teams.ipynb', nb_path)
     srv.script('So one big GPU serves everyone.')
     srv.script('One address, many servers behind it.')
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '10_teams.ipynb')
     got = [(src.splitlines()[0], o['data']['text/plain'], o['metadata']['boopiter']) for src,o in replies(nb)]
     assert [(first, text, m['model']) for first,text,m in got] == [
         ('%%prompt -m @lab/qwen3:1.7b', 'So one big GPU serves everyone.', '@lab/qwen3:1.7b'),
@@ -323,12 +301,8 @@ def status_lines(cell)->str: return ''.join(o.get('text', '') for o in cell.outp
 def test_first_hour_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     "The new user's path with Ollama (the test server stands in): who answers and why, a first prompt, then no Ollama."
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    nb_path = tmp_path/'11_first_hour.ipynb'
-    shutil.copy(NBS/'11_first_hour.ipynb', nb_path)
-    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
     srv.script('`total` is 19.75.')
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '11_first_hour.ipynb', settings=True)
     status, cassette, without = [status_lines(c) for c in nb.cells if c.cell_type == 'code' and '%boop' in c.source]
     # the smallest of the server's chat models that answers without thinking first (README, Choosing the model)
     assert "model     auto → smollm2:135m (the first of Ollama's 3 chat models: answers without thinking" in status
@@ -346,11 +320,7 @@ def test_first_hour_howto_on_the_test_server(srv, tmp_path, monkeypatch):
 def test_first_hour_howto_without_ollama_on_the_embedded_model(tmp_path, monkeypatch):
     "The new user's path with no Ollama and no cassette: the status says why, and the tiny embedded model answers."
     monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
-    nb_path = tmp_path/'11_first_hour.ipynb'
-    shutil.copy(NBS/'11_first_hour.ipynb', nb_path)
-    shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
-    assert run_notebook(nb_path, tmp_path/'out.ipynb', write=lambda s: None)
-    nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
+    nb = run_howto(tmp_path, '11_first_hour.ipynb', settings=True)
     status = status_lines(next(c for c in nb.cells if c.source == '%boop status'))
     assert 'model     auto → local/smollm2-135m (Ollama is not reachable at http://127.0.0.1:' in status
     [(src, out)] = replies(nb)
