@@ -202,8 +202,8 @@ def _shown(v, key='')->str:
     if key == 'api_key_env': return '…'   # a key pasted where its variable's name goes
     try: s = v if isinstance(v, str) else repr(v)
     except Exception: s = 'a number too long to show' if isinstance(v, int) else f'a {type(v).__name__}'
-    if '@' in s and key in ('host', 'api_base'): s = '…@' + s.rpartition('@')[2]   # user:password@
     s = s.encode('unicode_escape', 'replace').decode('ascii') if not s.isprintable() else s
+    if '@' in s and key in ('host', 'api_base'): s = '…@' + s.rpartition('@')[2]   # user:password@, once escaped
     return s if len(s) <= 60 else s[:57] + '...'
 
 

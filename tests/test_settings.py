@@ -217,6 +217,7 @@ def test_a_value_quoted_in_a_warning_is_one_short_line_without_a_password_or_key
     assert _shown('http://me:pw@gpu.lan:1', 'host') == '…@gpu.lan:1' == _shown('me:pw@gpu.lan:1', 'api_base')
     assert _shown('me@example.org', 'model') == 'me@example.org'   # only where a URL's user and password would be
     assert _shown('sk-live-123', 'api_key_env') == '…'                # a key pasted where its variable's name goes
+    assert _shown('me:pw@\x1fgpu.lan', 'host') == '…@\\x1fgpu.lan'    # escaped, and still no password
     assert _shown('a\nb\x00') == 'a\\nb\\x00' and _shown(3.5) == '3.5' and _shown(10 ** 5000) == 'a number too long to show'
 
 
