@@ -167,7 +167,7 @@ class Catalog:
     grace = 0.02     # seconds a refresh waits, after the others, for a source that was down last time
 
     def __init__(self, router):
-        self.router, self.last, self._good = router, Listing(), {}
+        self.router, self.last, self.listed, self._good = router, Listing(), False, {}
         self._down, self._asking, self._lock = {}, {}, threading.Lock()   # source -> why; (source, config) -> Future
 
     def sources(self, settings)->dict:
@@ -214,8 +214,12 @@ class Catalog:
                 if key not in seen: seen.add(key); listing.entries.append(e)
         if 'ollama' not in listing.problems and auto and auto.done() and auto.exception() is None:
             listing.auto = auto.result()[0]   # kept per kernel by the router
-        self.last = listing
+        self.last, self.listed = listing, True
         return listing
+
+    def current(self, settings)->Listing:
+        "The last listing; the first time, a refresh: what reads it never says \"no model in reach\" before anyone looked."
+        return self.last if self.listed else self.refresh(settings)
 
     def _silent(self, name)->str:
         "Why a source that has not answered yet is offline: its last failure, else that it is still being asked."

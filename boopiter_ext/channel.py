@@ -166,7 +166,7 @@ class Channel:
         a = self.assistant
         nb = a.notebook()
         s = a.settings(nb=nb)
-        return menu_state(s, a.catalog.last, offered=list(a.tool_list(s, nb)))
+        return menu_state(s, a.catalog.current(s), offered=list(a.tool_list(s, nb)))
 
     def _state_msg(self): return dict(type='state', version=VERSION, state=self.state())
     def _binding_msg(self): return dict(type='binding', binding=self.assistant.binding(self.assistant.notebook()))

@@ -282,7 +282,8 @@ class BoopMagics(Magics):
             return self.show_binding()
         if self.frontend:
             from .menu import answering
-            a = answering(self.settings(nb=self.notebook()), self.catalog.last)
+            s = self.settings(nb=self.notebook())
+            a = answering(s, self.catalog.current(s))
             who = f'auto → {a["model"]} ({a["why"].removeprefix("auto: ")})' if a['auto'] and a['model'] else \
                   f'{a["model"] or "none"} ({a["why"]})'
             print(f'The brain menu is in the notebook toolbar. Answering: {who}.')

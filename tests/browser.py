@@ -21,7 +21,8 @@ from ollama_server import free_port
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-                 '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic']
+                 '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+                 '--disable-smooth-scrolling']   # a wheel scrolls at once: the tests read where it left the page
 TOKEN = 'boopiter-browser-test'
 APPS = ['lab', 'notebook']
 REPLY_MIME = 'application/vnd.boopiter.reply+json'
@@ -59,6 +60,9 @@ class Jupyter:
         news = settings/'@jupyterlab'/'apputils-extension'/'notification.jupyterlab-settings'
         news.parent.mkdir(parents=True)
         news.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no news toast over the notebook
+        autosave = settings/'@jupyterlab'/'docmanager-extension'/'plugin.jupyterlab-settings'
+        autosave.parent.mkdir(parents=True)
+        autosave.write_text('{"autosave": false}')   # a file on disk changes only when a test saves it
         env = {k: v for k,v in os.environ.items() if k not in _LEAKY}
         # JUPYTER_DATA_DIR: the notebook signatures (trust) stay in the test's folder; extensions are in sys.prefix
         self.env = dict(env, OLLAMA_HOST=ollama_host, IPYTHONDIR=str(self.ipython_dir), XDG_CONFIG_HOME=str(tmp/'xdg'),
@@ -304,6 +308,13 @@ def open_menu(page, server):
 def answering(page):
     "The menu's status line: which model answers and why."
     return page.locator(f'{MENU_PANEL} .boop-Menu-answering').inner_text()
+
+
+def until_answering(page, server, start):
+    """Wait until the menu's status line starts with `start`. A pick shows in the menu at once, and in the notebook's
+    metadata when the kernel sends the binding back; the status line follows, in the kernel's next state message."""
+    until(page, server, f"document.querySelector('{MENU_PANEL} .boop-Menu-answering')?.textContent.startsWith(arg)",
+          f'the status line {start!r}', arg=start)
 
 
 SERVER_MODELS = ('gemma3:4b', 'qwen3:1.7b', 'smollm2:135m')

@@ -13,7 +13,7 @@ import pytest
 from browser import (KERNEL, KERNEL_STATUS, check_png, MENU_BUTTON, MENU_PHASE, MENU_PANEL, OUTPUT_TEXTS, PANEL,
                      REPLY_MIME, answering, auto_model, both_apps, cells, clear_counts, in_both_themes, load_from_menu, open_menu, open_notebook,
                      read, record, recorded, reply, reply_done, run_all, run_cell, save, saved_reply,
-                     until, wait_all_ran, wait_for_chat, write_notebook)
+                     until, until_answering, wait_all_ran, wait_for_chat, write_notebook)
 from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 from ollama_server import normalize_model
 
@@ -137,7 +137,7 @@ def test_a_model_picked_in_the_menu_is_saved_and_answers_after_reload_restart_an
     until(page, app, f"document.querySelector('{MENU_PANEL} [data-model=\"{pick}\"]')?.getAttribute('aria-selected') === 'true'",
           'the pick selected in the menu')
     assert option.locator('.boop-Menu-check').inner_text() == '✓'
-    assert answering(page).startswith(f'answering: {pick} (notebook binding)')
+    until_answering(page, app, f'answering: {pick} (notebook binding)')
     # and reuse off: with it on, Run All keeps the saved reply (answered by the other model) and says so
     page.locator(f'{MENU_PANEL} [data-toggle="reuse"]').click()
     until(page, app, f"{PANEL}.model.getMetadata('boopiter')?.binding?.reuse === false", 'reuse off')

@@ -15,7 +15,7 @@ import pytest
 from browser import (KERNEL, KERNEL_STATUS, MENU_BUTTON, MENU_ITEM, MENU_PHASE, MENU_PANEL, OUTPUT_TEXTS, PANEL,
                      SERVER_MODELS, answering, auto_model, both_apps, cells, clear_counts, execute_silently,
                      load_from_menu, open_menu, open_notebook, read, reply_done, run_all, run_cell, save, screenshot,
-                     set_theme, until, wait_all_ran, wait_for_chat, write_notebook)
+                     set_theme, until, until_answering, wait_all_ran, wait_for_chat, write_notebook)
 from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 from ollama_server import free_port
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 FRESH = ['# Notes\nA notebook that never used boopiter.', 'y = 21', '%%prompt\nWhat is twice y?']
 FRESH_PROMPT = 2
 # every model the test server lists, then the embedded one: (id, name, capabilities, size and source)
-MODELS = [('', 'Default', [], 'settings, else the first Ollama model'),
+MODELS = [('', 'Default', [], 'settings, else chosen automatically'),
           ('gemma3:4b', 'gemma3:4b', ['vision'], '3.3 GB · ollama'),
           ('qwen3:1.7b', 'qwen3:1.7b', ['tools', 'thinking'], '1.4 GB · ollama'),
           ('smollm2:135m', 'smollm2:135m', [], '270.9 MB · ollama'),
@@ -71,9 +71,11 @@ def binding(page, key):
 
 
 def picked(page, app, key, value, what):
-    "Wait until the notebook's metadata holds the pick (the kernel answered with the new binding)."
+    """Wait until the notebook's metadata holds the pick (the kernel sent the new binding) and the menu waits for no
+    pick (the kernel's state, which follows each binding, answered every one): what the menu shows is the kernel's."""
     until(page, app, f"JSON.stringify({PANEL}.model.getMetadata('boopiter')?.binding?.[{json.dumps(key)}]) === "
-                     f"{json.dumps(json.dumps(value, separators=(',', ':')))}", what)
+                     f"{json.dumps(json.dumps(value, separators=(',', ':')))} && "
+                     f"!document.querySelector('{MENU_PANEL} .boop-Menu-pending')", what)
 
 
 def control(page, key):
@@ -167,7 +169,7 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
     control(page, 'reuse').click()
     picked(page, app, 'reuse', False, 'reuse off')
     assert pressed(page, 'auto') == ('true', '✓') and pressed(page, 'reuse') == ('false', '')
-    assert answering(page).startswith('answering: qwen3:1.7b (notebook binding) · reasoning · 40,960-token context')
+    until_answering(page, app, 'answering: qwen3:1.7b (notebook binding) · reasoning · 40,960-token context')
     assert 'list_cells' in panel.locator('.boop-Menu-hint').inner_text()
 
     # the keyboard: Escape closes and gives the button its focus back; Enter opens on the picked model;

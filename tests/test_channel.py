@@ -79,6 +79,19 @@ def test_a_newer_binding_in_the_notebooks_metadata_applies_an_older_one_does_not
     assert sent(res, 'binding')[0]['binding']['model'] == 'gemma3:4b'
 
 
+def test_every_state_lists_the_models_even_one_sent_before_the_hello_asked_for_them(srv, tmp_path):
+    import datetime
+    soon = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=1)).isoformat(timespec='milliseconds')
+    with KernelSession(tmp_path, env={'OLLAMA_HOST': srv.host}) as k:
+        k.run('%load_ext boopiter_ext')
+        # a reopened notebook's binding changes the kernel's: its state goes out before the hello's own
+        _, res = comm_open(k, dict(type='hello', version=1, binding=dict(model='gemma3:4b', picked_at=soon)))
+        states = [m['state'] for m in sent(res, 'state')]
+        assert len(states) >= 2 and all(st['answering']['model'] == 'gemma3:4b' for st in states)
+        assert all([m['id'] for m in st['models'] if m['source'] == 'ollama'] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
+                   and st['answering']['context_length'] == 131072 for st in states), states
+
+
 def test_bad_messages_get_one_error_line_and_the_kernel_carries_on(kernel, srv):
     cid, _ = comm_open(kernel, dict(type='hello', version=1, binding=None))
     for data in (dict(type='pick', changes=dict(host='http://evil')), dict(type='dance'), 'not a dict',

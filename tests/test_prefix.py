@@ -96,8 +96,10 @@ def test_an_auto_prompt_leaves_the_system_prompt_as_it_was(assistant):
 
 @pytest.mark.slow
 def test_the_embedded_model_evaluates_only_what_is_new(tmp_path):
-    """Four prompts in a real kernel: from the second on, llama.cpp processes at most 1.2x the tokens that are new
-    since the previous request (its prompt and generated tokens): the rest comes from its cache."""
+    """Four prompts in a real kernel: from the second on, llama.cpp's cache holds the whole previous request, and
+    it processes only what is new since then, plus at most the previous reply: the reply goes back as text, and a
+    text does not always tokenize back to the tokens that wrote it (ggml-org/llama.cpp#11970), so the cache may
+    part from it anywhere inside the reply."""
     cells = [('data = [3, 1, 4, 1, 5, 9, 2, 6]\nprint(sorted(data))', 'What does this print?'),
              ('data.index(7)', 'Why does this fail?'),
              ('total = sum(data)\ntotal', 'Is $`total` even?'),   # the next prompt repeats the value it was sent
@@ -112,7 +114,9 @@ def test_the_embedded_model_evaluates_only_what_is_new(tmp_path):
             md = res.reply['metadata']['boopiter']
             assert md['status'] == 'done', res.text
             rows.append(md)
+    counts = [{k: md[k] for k in ('prompt_tokens', 'completion_tokens', 'cached_tokens', 'evaluated_tokens')} for md in rows]
     for before, md in zip(rows, rows[1:]):
         new = md['prompt_tokens'] - before['prompt_tokens'] - before['completion_tokens']
         assert md['cached_tokens'] + md['evaluated_tokens'] == md['prompt_tokens']
-        assert 0 < md['evaluated_tokens'] <= 1.2 * new, rows
+        assert md['cached_tokens'] >= before['prompt_tokens'] - 1, counts    # the earlier request: all from the cache
+        assert 0 < new <= md['evaluated_tokens'] <= new + before['completion_tokens'] + 1, counts

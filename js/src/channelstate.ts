@@ -17,8 +17,11 @@ export interface ChannelState {
   phase: Phase;
   /** The kernel's last state; kept while reconnecting so the button does not flicker. */
   menu: MenuState | null;
-  /** Picks sent and not yet answered by a state: shown at once. */
-  pending: BindingChanges | null;
+  /**
+   * Picks sent and not yet answered, oldest first: shown at once. The kernel answers each pick with one state, in
+   * order, so a state answering an earlier pick leaves a later one showing.
+   */
+  pending: BindingChanges[];
   error: string;
   /** The kernel's language when it is not Python. */
   language: string;
@@ -35,16 +38,16 @@ export type ChannelEvent =
   | { type: 'unsupported'; language: string }
   | { type: 'pick'; changes: BindingChanges };
 
-export const INITIAL: ChannelState = { phase: 'nokernel', menu: null, pending: null, error: '', language: '' };
+export const INITIAL: ChannelState = { phase: 'nokernel', menu: null, pending: [], error: '', language: '' };
 
 export function reduce(s: ChannelState, e: ChannelEvent): ChannelState {
   switch (e.type) {
     case 'kernel':
-      return e.present ? { ...s, phase: 'connecting', pending: null, error: '' } : { ...INITIAL };
+      return e.present ? { ...s, phase: 'connecting', pending: [], error: '' } : { ...INITIAL };
     case 'hello':
       return s.phase === 'ready' ? s : { ...s, phase: 'connecting' };
     case 'closed':
-      return { ...s, phase: 'absent', menu: null, pending: null };
+      return { ...s, phase: 'absent', menu: null, pending: [] };
     case 'load':
       return { ...s, phase: 'loading', error: '' };
     case 'loaded':
@@ -54,13 +57,13 @@ export function reduce(s: ChannelState, e: ChannelEvent): ChannelState {
     case 'unsupported':
       return { ...INITIAL, phase: 'unsupported', language: e.language };
     case 'pick':
-      return s.phase === 'ready' ? { ...s, pending: { ...(s.pending ?? {}), ...e.changes } } : s;
+      return s.phase === 'ready' ? { ...s, pending: [...s.pending, e.changes] } : s;
     case 'message':
       switch (e.msg.type) {
         case 'state':
-          return { ...s, phase: 'ready', menu: e.msg.state, pending: null, error: '' };
+          return { ...s, phase: 'ready', menu: e.msg.state, pending: s.pending.slice(1), error: '' };
         case 'error':
-          return { ...s, pending: null, error: e.msg.message };
+          return { ...s, pending: [], error: e.msg.message };
         default:
           return s;
       }
@@ -73,7 +76,7 @@ export function effectiveSettings(s: ChannelState): MenuSettings | null {
     return null;
   }
   const out = { ...s.menu.settings };
-  for (const [k, v] of Object.entries(s.pending ?? {})) {
+  for (const [k, v] of Object.entries(Object.assign({}, ...s.pending) as BindingChanges)) {
     const key = k as keyof MenuSettings;
     if (!(key in out)) {
       continue;

@@ -246,7 +246,7 @@ export function buttonLabel(s: ChannelState): ButtonLabel {
     case 'ready': {
       const menu = s.menu!;
       const settings = effectiveSettings(s)!;
-      const picked = s.pending && 'model' in s.pending ? settings.model || menu.answering.model : menu.answering.model;
+      const picked = s.pending.some(p => 'model' in p) ? settings.model || menu.answering.model : menu.answering.model;
       const entry = menu.models.find(m => m.id === picked);
       const offline = Object.keys(menu.problems).length > 0 || !!entry?.offline;
       const lines = [statusLine(menu), ...offlineLines(menu).map(l => `offline: ${l}`)];

@@ -247,7 +247,7 @@ export class BrainMenuPanel extends Widget {
     for (const line of offlineLines(menu)) {
       status.append(el('div', 'boop-Menu-offline', `⚠ offline · ${line}`));
     }
-    if (s.pending) {
+    if (s.pending.length) {
       status.append(el('div', 'boop-Menu-pending', 'Waiting for the kernel…'));
     }
     const out: HTMLElement[] = [status];
@@ -296,8 +296,8 @@ export class BrainMenuPanel extends Widget {
       li.dataset.model = value;
       li.append(hidden(el('span', 'boop-Menu-check', selected ? '✓' : '')));
       if (!entry) {
-        li.append(el('span', 'boop-Menu-modelName', 'Default'), el('span', 'boop-Menu-modelMeta', 'settings, else the first Ollama model'));
-        li.setAttribute('aria-label', 'Default: settings, else the first Ollama model');
+        li.append(el('span', 'boop-Menu-modelName', 'Default'), el('span', 'boop-Menu-modelMeta', 'settings, else chosen automatically'));
+        li.setAttribute('aria-label', 'Default: settings, else chosen automatically');
       } else {
         li.append(el('span', 'boop-Menu-modelName', entry.label));
         const caps = el('span', 'boop-Menu-caps');

@@ -560,6 +560,9 @@ export class ReplyView {
   }
 
   private async _pump(): Promise<void> {
+    if (this._queue.length) {
+      this.node.dataset.boopPending = '1'; // until a pass finds nothing left (a running pass takes this work too)
+    }
     if (this._pumping || this._disposed) {
       return;
     }

@@ -34,13 +34,18 @@ describe('reduce', () => {
     expect(reduce(ready, { type: 'kernel', present: false })).toEqual(INITIAL);
   });
 
-  it('shows picks at once and forgets them when the kernel answers', () => {
+  it('shows picks at once and forgets each when the kernel answers it', () => {
     const ready = run({ type: 'kernel', present: true }, state);
     const picked = reduce(reduce(ready, { type: 'pick', changes: { model: 'a' } }), { type: 'pick', changes: { think: 'h' } });
-    expect(picked.pending).toEqual({ model: 'a', think: 'h' });
+    expect(picked.pending).toEqual([{ model: 'a' }, { think: 'h' }]);
     expect(effectiveSettings(picked)).toMatchObject({ model: 'a', think: 'h' });
-    expect(reduce(picked, state).pending).toBeNull();
-    expect(reduce(run(), { type: 'pick', changes: { model: 'a' } }).pending).toBeNull(); // nothing to pick on
+    // the state answering the first pick (think still as it was) leaves the second one showing
+    const first = reduce(picked, { type: 'message', msg: { type: 'state', version: 1, state: { ...MENU, settings: { ...MENU.settings, model: 'a' } } } });
+    expect(first.pending).toEqual([{ think: 'h' }]);
+    expect(effectiveSettings(first)).toMatchObject({ model: 'a', think: 'h' });
+    expect(reduce(first, state).pending).toEqual([]);
+    expect(reduce(picked, { type: 'message', msg: { type: 'error', message: 'no' } }).pending).toEqual([]); // refused: all
+    expect(reduce(run(), { type: 'pick', changes: { model: 'a' } }).pending).toEqual([]); // nothing to pick on
   });
 
   it('shows a removed pick as the empty value of its type', () => {

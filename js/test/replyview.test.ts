@@ -201,6 +201,23 @@ describe('ReplyView', () => {
     expect((view.node.querySelector('details') as HTMLDetailsElement).open).toBe(false);
   });
 
+  it('says it has work pending from the moment an update arrives during a render until that update is drawn', async () => {
+    let release = () => {};
+    const render = vi.fn(async (host: HTMLElement, source: string) => {
+      if (source === 'a') await new Promise<void>(r => (release = r)); // the first render waits (marked loading)
+      host.textContent = source;
+    });
+    const view = new ReplyView({ renderMarkdown: render, actions: () => null, copy: () => undefined });
+    document.body.append(view.node);
+    const first = view.update(reply('a'));
+    const final = view.update(reply('a\n\nb', { status: 'done' }));   // the final update, while 'a' still renders
+    expect([view.node.dataset.boopStatus, view.node.dataset.boopPending]).toEqual(['done', '1']);
+    release();
+    await Promise.all([first, final, view.idle()]);
+    expect(view.node.dataset.boopPending).toBe('0');
+    expect(view.node.querySelector('.boop-Reply-body')!.textContent).toBe('ab');
+  });
+
   it('renders a growing last block at most as often as its cost allows, and always at the end', async () => {
     let now = 0;
     const render = vi.fn(async (host: HTMLElement, source: string) => {
