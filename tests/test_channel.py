@@ -21,6 +21,12 @@ def comm_open(k, data, target='boopiter'):
     return cid, res
 
 
+def soon()->str:
+    "A pick stamp a minute from now: newer than any this kernel made, not so far ahead that it counts as none."
+    import datetime
+    return (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=1)).isoformat(timespec='milliseconds')
+
+
 def sent(res, kind=None):
     "The data of the kernel's comm messages in `res` (of one `type`)."
     return [m[2]['data'] for m in res.messages if m[1] == 'comm_msg' and (kind is None or m[2]['data'].get('type') == kind)]
@@ -70,22 +76,18 @@ def test_a_newer_binding_in_the_notebooks_metadata_applies_an_older_one_does_not
     new = dict(model='gemma3:4b', picked_at='2100-01-01T00:00:00.000+00:00'.replace('2100', '2999'))
     _, res = comm_open(kernel, dict(type='hello', version=1, binding=new))   # a stamp from the future counts as none
     assert sent(res, 'binding')[0]['binding']['model'] == 'smollm2:135m'
-    import datetime
-    soon = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=1)).isoformat(timespec='milliseconds')
-    _, res = comm_open(kernel, dict(type='hello', version=1, binding=dict(model='gemma3:4b', picked_at=soon)))
+    _, res = comm_open(kernel, dict(type='hello', version=1, binding=dict(model='gemma3:4b', picked_at=soon())))
     assert sent(res, 'binding')[0]['binding']['model'] == 'gemma3:4b'
-    hostile = dict(model='anthropic/claude-x', picked_at=soon)   # a provider no setting names: screened like a file's
+    hostile = dict(model='anthropic/claude-x', picked_at=soon())   # a provider no setting names: screened like a file's
     _, res = comm_open(kernel, dict(type='hello', version=1, binding=hostile))
     assert sent(res, 'binding')[0]['binding']['model'] == 'gemma3:4b'
 
 
 def test_every_state_lists_the_models_even_one_sent_before_the_hello_asked_for_them(srv, tmp_path):
-    import datetime
-    soon = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=1)).isoformat(timespec='milliseconds')
     with KernelSession(tmp_path, env={'OLLAMA_HOST': srv.host}) as k:
         k.run('%load_ext boopiter_ext')
         # a reopened notebook's binding changes the kernel's: its state goes out before the hello's own
-        _, res = comm_open(k, dict(type='hello', version=1, binding=dict(model='gemma3:4b', picked_at=soon)))
+        _, res = comm_open(k, dict(type='hello', version=1, binding=dict(model='gemma3:4b', picked_at=soon())))
         states = [m['state'] for m in sent(res, 'state')]
         assert len(states) >= 2 and all(st['answering']['model'] == 'gemma3:4b' for st in states)
         assert all([m['id'] for m in st['models'] if m['source'] == 'ollama'] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
