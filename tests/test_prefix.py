@@ -75,6 +75,9 @@ def test_the_assistant_sends_each_prompt_as_an_extension_of_the_last(assistant):
         assert after[0]['role'] == 'system' and after[0] == before[0]   # the same system prompt and tools
         assert after[:len(before)] == before                            # and every earlier message unchanged
     assert "`prices` = dict, len 2: {'fig': 2.5, 'pear': 0.8}" in sent[-1][5]['content']
+    # each reply goes back exactly as the model wrote it: its tokens are in the model's cache as they were generated
+    assert [m['content'] for m in sent[-1] if m['role'] == 'assistant'] == ['It prints the sorted list.\n',
+                                                                           'There is no kiwi.', 'The fig.', '  No.  ']
 
 
 def test_a_prompts_own_tool_leaves_the_system_prompt_as_it_was(assistant):
