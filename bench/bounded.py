@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT/'tests')]
 from kernels import KernelSession            # noqa: E402
-from boopiter_ext import deaddrop as dd      # noqa: E402
+from boopiter_ext.models import deaddrop as dd      # noqa: E402
 
 MB = 1 << 20
 LINE = 'lorem ipsum dolor sit amet, <b>consectetur</b> `adipiscing` elit\n\n'   # 64 characters, two blocks

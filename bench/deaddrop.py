@@ -13,7 +13,7 @@ import sys, tempfile, threading, time
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
-from boopiter_ext import deaddrop as dd   # noqa: E402
+from boopiter_ext.models import deaddrop as dd   # noqa: E402
 from boopiter_ext.errors import ReplyStalled   # noqa: E402
 
 

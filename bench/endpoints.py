@@ -21,9 +21,9 @@ sys.path[:0] = [str(ROOT), str(ROOT/'tests'), str(ROOT/'bench')]
 import ollama_server                                            # noqa: E402
 from openai_sse import raw_sse, timed                            # noqa: E402
 import requests                                                 # noqa: E402
-from boopiter_ext.catalog import Catalog, named_source           # noqa: E402
-from boopiter_ext.messages import mk_msg                         # noqa: E402
-from boopiter_ext.models import Router                           # noqa: E402
+from boopiter_ext.models.catalog import Catalog, named_source           # noqa: E402
+from boopiter_ext.context.messages import mk_msg                         # noqa: E402
+from boopiter_ext.models.router import Router                           # noqa: E402
 from boopiter_ext.settings import load_settings                  # noqa: E402
 
 DELAYS = dict(box1=0.04, box2=0.08, vllm=0.12, gateway=0.16)   # seconds each live endpoint takes to list its models

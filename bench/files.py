@@ -11,7 +11,7 @@ took 5.8 s, 6.2 s, 7.1 s and 6.0 s on the machine where they now take ~1 ms, 0.1
 """
 
 import os, shutil, statistics, sys, tempfile, time
-from boopiter_ext.tools import _MAX_SECONDS, file_tools
+from boopiter_ext.tools.files import _MAX_SECONDS, file_tools
 
 
 def make(root, n):

@@ -32,7 +32,7 @@ from kernels import KernelSession     # noqa: E402
 M = "get_ipython().magics_manager.registry['BoopMagics']"
 START = (f"_m = {M}\n"   # readiness as `%load_ext` starts it (started here if this version's `%load_ext` does not)
          "if getattr(_m, 'readiness', None) is None:\n"
-         "    from boopiter_ext.readiness import Readiness\n"
+         "    from boopiter_ext.core.readiness import Readiness\n"
          "    _m.readiness = Readiness(_m.assistant, get_ipython())\n"
          "    _m.readiness.start()")
 STOP = f"_m = {M}\nif getattr(_m, 'readiness', None) is not None: _m.readiness.stop()"

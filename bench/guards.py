@@ -15,8 +15,10 @@ The garbage collector is off while timing, as in `timeit`.
 """
 
 import ast, gc, statistics, sys, time
-from boopiter_ext.guards import (MAX_CHARS, MAX_LINES, check_call, plan_calls, python_blocks, quarantine, recover_calls,
-                                 screen_output)
+from boopiter_ext.tools.guards import MAX_CHARS, MAX_LINES, check_call, plan_calls
+from boopiter_ext.tools.blocks import python_blocks
+from boopiter_ext.tools.screening import quarantine, screen_output
+from boopiter_ext.tools.lenient import recover_calls
 
 
 def add_numbers(a:int, b:int=0)->int: return a + b

@@ -30,9 +30,9 @@ import matplotlib   # noqa: E402
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt   # noqa: E402
 import numpy as np   # noqa: E402
-from boopiter_ext import images   # noqa: E402
-from boopiter_ext.context import Cell, build_context   # noqa: E402
-from boopiter_ext.messages import msg_images   # noqa: E402
+from boopiter_ext.context import images   # noqa: E402
+from boopiter_ext.context.build import Cell, build_context   # noqa: E402
+from boopiter_ext.context.messages import msg_images   # noqa: E402
 import images_util   # noqa: E402
 
 PROMPT = 'What is odd?'

@@ -12,7 +12,7 @@ import statistics, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1]/'tests'))
 from ollama_server import OllamaTestServer
-from boopiter_ext.ollama import OllamaClient
+from boopiter_ext.models.ollama import OllamaClient
 
 
 def timed(fn):

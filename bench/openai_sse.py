@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 import requests                                      # noqa: E402
-from boopiter_ext.messages import mk_msg              # noqa: E402
-from boopiter_ext.openai_client import OpenAIClient   # noqa: E402
+from boopiter_ext.context.messages import mk_msg              # noqa: E402
+from boopiter_ext.models.openai_client import OpenAIClient   # noqa: E402
 
 MODEL = 'qwen3:1.7b'
 BODY = dict(model=MODEL, messages=[dict(role='user', content='go')], stream=True, stream_options=dict(include_usage=True))

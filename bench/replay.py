@@ -18,9 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
-from boopiter_ext.context import Cell, build_context   # noqa: E402
-from boopiter_ext import replay   # noqa: E402
-from boopiter_ext.replay import find_saved_reply, request_digest   # noqa: E402
+from boopiter_ext.context.build import Cell, build_context   # noqa: E402
+from boopiter_ext.core import replay   # noqa: E402
+from boopiter_ext.core.replay import find_saved_reply, request_digest   # noqa: E402
 
 
 def noise(w, h):

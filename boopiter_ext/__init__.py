@@ -18,11 +18,12 @@ __all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 
 import importlib, os
 from .errors import BoopError
 
-_LAZY = dict(BoopMagics='.magics', Assistant='.assistant', OllamaClient='.ollama', Router='.models', LocalModel='.local', Cell='.context',
-             build_context='.context', order_cells='.context', load_settings='.settings', Reply='.stream',
-             pump='.stream', Catalog='.catalog', ollama_loaded='.ollama', unload_ollama_model='.ollama',
-             sync_ollama_loaded='.ollama', add_tool='.tools', side_effect='.tools', get_tool_list='.tools',
-             tools_system_prompt='.tools')
+_LAZY = dict(BoopMagics='.faces.magics', Assistant='.core.assistant', OllamaClient='.models.ollama', Router='.models.router',
+             LocalModel='.models.local', Cell='.context.build', build_context='.context.build', order_cells='.context.build',
+             load_settings='.settings', Reply='.models.stream', pump='.models.stream', Catalog='.models.catalog',
+             ollama_loaded='.models.ollama', unload_ollama_model='.models.ollama', sync_ollama_loaded='.models.ollama',
+             add_tool='.tools.registry', side_effect='.tools.registry', get_tool_list='.tools.registry',
+             tools_system_prompt='.tools.registry')
 _COST_MAP = 'LITELLM_LOCAL_MODEL_COST_MAP'
 _frontend_loaded = None   # the `BoopMagics` the frontend loaded (`_frontend_load`) and no `%load_ext` adopted yet
 
@@ -47,7 +48,7 @@ def load_ipython_extension(ip):
         _frontend_loaded = None   # the user's `%load_ext` now owns it: `%unload_ext` undoes it
         return
     if active is not None: unload_ipython_extension(ip)   # loaded outside the extension manager: one set, not two
-    from .magics import BoopMagics
+    from .faces.magics import BoopMagics
     magics = BoopMagics(shell=ip)
     magics.set_cost_map = _COST_MAP not in os.environ
     if magics.set_cost_map: os.environ[_COST_MAP] = 'True'  # litellm would otherwise download a price map at import
@@ -56,7 +57,7 @@ def load_ipython_extension(ip):
 
 
 def _frontend_load(ip):
-    """Load the extension for the frontend's "Load boopiter" (js/src/protocol.ts `LOAD_CODE`) without marking it loaded
+    """Load the extension for the frontend's "Load boopiter" (js/src/protocol/constants.ts `LOAD_CODE`) without marking it loaded
     in IPython: the notebook's own `%load_ext boopiter_ext` cell then adopts it quietly, not "already loaded"."""
     global _frontend_loaded
     if 'BoopMagics' in ip.magics_manager.registry: return   # loaded already (`%load_ext`, ipython_config, or by us)

@@ -53,7 +53,7 @@ key of yours is sent to a server a cloned repository declared.
 __all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'RULES', 'MAX_CONTEXT', 'Settings', 'check_setting',
            'refusal', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini', 'user_ini', 'ollama_url', 'public_url',
            'short_source', 'declared_models', 'Endpoint', 'ENDPOINT_KINDS', 'ENDPOINT_NAME', 'MAX_ENDPOINTS', 'read_endpoints',
-           'system_ini']
+           'system_ini', 'parse_allow']
 
 import configparser, os, re, sys
 from dataclasses import dataclass
@@ -144,8 +144,41 @@ def _address(v, bare=True):
 
 def _matches(rx): return lambda v: isinstance(v, str) and bool(rx.fullmatch(v))
 
-def _web_allow_ok(v):
-    from .webtools import parse_allow   # one parser for the rule and the tool (webtools imports only paths)
+_HOST_NAME = re.compile(r'[a-z0-9_](?:[a-z0-9_.\-]*[a-z0-9_])?\.?', re.A)   # a host name as `fetch_url` takes it
+
+
+def _port(p):
+    if not p: return None
+    if not p.isdigit() or not 0 < int(p) < 65536: raise ValueError(p)
+    return int(p)
+
+
+def _allow_item(s):
+    "('name', host, port) or ('net', network, port) for one `web_allow` entry; ValueError if it is none."
+    import ipaddress
+    if (m := re.fullmatch(r'\[([0-9a-f:.]+)\](?::(\w*))?', s)): return 'net', ipaddress.ip_network(m[1]), _port(m[2])
+    if '/' in s or s.count(':') > 1: return 'net', ipaddress.ip_network(s, strict=False), None   # 10.0.0.0/8, ::1
+    host, _, port = s.partition(':')
+    try: return 'net', ipaddress.ip_network(host), _port(port)
+    except ValueError: pass
+    host = host.encode('idna').decode('ascii')   # UnicodeError is a ValueError
+    if not _HOST_NAME.fullmatch(host): raise ValueError(s)
+    return 'name', host.rstrip('.'), _port(port)
+
+
+def parse_allow(
+    text:str,  # The `web_allow` setting: `127.0.0.1:8000, intranet.example.com, [::1]:8080, 10.0.0.0/8`
+)->tuple:      # (entries, problems): ('name'|'net', host or network, port or None) each, and the entries not understood
+    "The hosts, addresses and networks `fetch_url` may reach although they are not public, with their ports."
+    entries, problems = [], []
+    for item in str(text or '').split(','):
+        if not (s := item.strip().lower()): continue
+        try: entries.append(_allow_item(s))
+        except ValueError: problems.append(item.strip())
+    return entries, problems
+
+
+def _web_allow_ok(v):   # one parser for the rule and the tool (tools/web.py)
     entries, problems = parse_allow(v)
     return bool(entries) and not problems
 

@@ -1,9 +1,14 @@
 """Mutation testing of boopiter_ext's core modules, against the fast tests of each: do the tests notice a wrong line?
 
-    .venv/bin/python tests/mutation.py                              # every module below, 8 minutes each at most
-    .venv/bin/python tests/mutation.py guards render --budget 900   # some, longer
-    .venv/bin/python tests/mutation.py guards --sample 80 --seed 1  # a random sample of 80 mutants
-    .venv/bin/python tests/mutation.py guards -v --json out.json    # each mutant as it ends; the results as JSON
+    .venv/bin/python tests/mutation.py                                          # every module below, 8 minutes each at most
+    .venv/bin/python tests/mutation.py tools.guards render.reply --budget 900   # some, longer
+    .venv/bin/python tests/mutation.py tools.guards --sample 80 --seed 1        # a random sample of 80 mutants
+    .venv/bin/python tests/mutation.py tools.guards -v --json out.json          # each mutant as it ends; the results as JSON
+
+Modules are named by their dotted path in the package (`tools.guards`, `context.build`); a module's own name will do
+when only one has it (`screening`), and the names from before the package had subpackages still work: `guards`
+(blocks, guards, screening and lenient in tools/), `tools` (registry, files, kernel), `render`, `context`, `binding`,
+`replay`, `stream`.
 
 A mutant is the module with one small change inside a function: an operator swapped (`<` for `<=`, `and` for `or`,
 `+` for `-`, `in` for `not in`), a number moved by one, `True` for `False`, a `not` dropped, a `return` of `None`,
@@ -24,16 +29,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ['-m', 'not slow', '-k', 'not linear and not proportion and not 100_000 and not quadratic and not hostile and not '
         'costs_the_same and not lisette']   # timing tests measure rates, not results; lisette's import costs 4 s
-TESTS = dict(   # the fast tests that exercise each module (files that import it and start no kernel; no timing ones)
-    guards=['test_guards.py', 'test_screening.py', 'test_toolloop_core.py', 'test_properties_calls.py'],
-    render=['test_render.py', 'test_stream.py', 'test_replay.py', 'test_toolloop_core.py', 'test_context.py', 'test_sanitize.py'],
-    settings=['test_settings.py', 'test_properties_files.py', 'test_boundaries.py', 'test_binding.py', 'test_endpoints.py'],
-    binding=['test_binding.py', 'test_properties_files.py', 'test_boundaries.py', 'test_catalog.py'],
-    stream=['test_stream.py', 'test_render.py', 'test_replay.py', 'test_properties_calls.py', 'test_stalls.py'],
-    replay=['test_replay.py', 'test_properties_files.py', 'test_boundaries.py'],
-    context=['test_context.py', 'test_images.py', 'test_screening.py'],
-    tools=['test_tools.py', 'test_screening.py'],
-)
+_GUARDS = ['test_guards.py', 'test_screening.py', 'test_toolloop_core.py', 'test_properties_calls.py']
+_TOOLS = ['test_tools.py', 'test_screening.py']
+TESTS = {   # the fast tests that exercise each module (files that import it and start no kernel; no timing ones)
+    'tools.blocks': _GUARDS, 'tools.guards': _GUARDS, 'tools.screening': _GUARDS, 'tools.lenient': _GUARDS,
+    'render.reply': ['test_render.py', 'test_stream.py', 'test_replay.py', 'test_toolloop_core.py', 'test_context.py',
+                     'test_sanitize.py'],
+    'settings': ['test_settings.py', 'test_properties_files.py', 'test_boundaries.py', 'test_binding.py',
+                 'test_endpoints.py'],
+    'core.binding': ['test_binding.py', 'test_properties_files.py', 'test_boundaries.py', 'test_catalog.py'],
+    'models.stream': ['test_stream.py', 'test_render.py', 'test_replay.py', 'test_properties_calls.py', 'test_stalls.py'],
+    'core.replay': ['test_replay.py', 'test_properties_files.py', 'test_boundaries.py'],
+    'context.build': ['test_context.py', 'test_images.py', 'test_screening.py'],
+    'tools.registry': _TOOLS, 'tools.files': _TOOLS, 'tools.kernel': _TOOLS,
+}
+OLD_NAMES = dict(   # the modules before the package had subpackages: guards.py and tools.py are split since
+    guards=['tools.blocks', 'tools.guards', 'tools.screening', 'tools.lenient'], tools=['tools.registry', 'tools.files',
+    'tools.kernel'], render=['render.reply'], context=['context.build'], binding=['core.binding'],
+    replay=['core.replay'], stream=['models.stream'])
+
+
+def module_names(names)->list:
+    "The dotted names `names` stand for: each as it is, an old name's modules, or the one module of that own name."
+    out = []
+    for n in names:
+        own = [k for k in TESTS if k.rpartition('.')[2] == n]
+        found = [n] if n in TESTS else OLD_NAMES.get(n) or (own if len(own) == 1 else None)
+        if not found: raise SystemExit(f'{n}: no such module here; pick from {", ".join(TESTS)}')
+        out += [m for m in found if m not in out]
+    return out
 SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.FloorDiv: ast.Div,
         ast.Mod: ast.FloorDiv, ast.LShift: ast.RShift, ast.RShift: ast.LShift, ast.BitOr: ast.BitAnd,
         ast.BitAnd: ast.BitOr, ast.Pow: ast.Mult,
@@ -265,11 +289,11 @@ def main(argv=None):
     import pytest, IPython, jupyter_client.manager, requests, nbformat, PIL.Image, markdown_it  # noqa: F401  (once, before the forks)
     log = print if args.verbose else (lambda s: None)
     report = []
-    for name in args.modules:
+    for name in module_names(args.modules):
         res = mutate_module(name, args.budget, args.sample, args.seed, args.jobs, log)
         report.append(res)
         source = Path(importlib.import_module(f'boopiter_ext.{name}').__file__).read_text()
-        print(f'{name:9} {res["score"]:6.1%} killed  ({res["killed"]} of {res["ran"]} run; {res["mutants"]} mutants in all, '
+        print(f'{name:15} {res["score"]:6.1%} killed  ({res["killed"]} of {res["ran"]} run; {res["mutants"]} mutants in all, '
               f'{res["skipped"]} not applicable; {len(res["errors"])} errors; {res["seconds"]} s; clean run {res["clean_run_s"]} s)',
               flush=True)
         for m in sorted(res['survived'], key=lambda m: m['line']): print(show(m, source), flush=True)

@@ -71,7 +71,7 @@ def _replies(path):
 
 def record(name:str)->Path:
     "Record `nbs/<name>.ipynb` against the scripted test server; return the cassette written next to it."
-    from boopiter_ext.replay import Cassette
+    from boopiter_ext.core.replay import Cassette
     loaded, script = HOWTOS[name]
     with tempfile.TemporaryDirectory() as d, OllamaTestServer() as srv:
         scratch = Path(d)

@@ -3,8 +3,8 @@ stamps that cannot overflow or outrank every later pick, and no JSON that can ma
 
 import json
 from datetime import datetime, timedelta, timezone
-from boopiter_ext.binding import BINDING_MIME, Binding, binding_bundle, binding_text, clean_binding, may_choose, \
-    saved_binding, screen_binding, stamp
+from boopiter_ext.core.binding import (BINDING_MIME, Binding, binding_bundle, binding_text, clean_binding, may_choose,
+                                       saved_binding, screen_binding, stamp)
 from boopiter_ext.settings import check_setting, load_settings
 
 
@@ -77,7 +77,7 @@ def test_a_binding_that_passes_is_shown_as_it_was_saved():
 
 
 def test_a_pick_stamp_counts_only_with_a_zone_and_a_believable_time():
-    from boopiter_ext.binding import _AHEAD, _EARLIEST, _when
+    from boopiter_ext.core.binding import _AHEAD, _EARLIEST, _when
     now = datetime.now(timezone.utc)
     assert _when(now.isoformat()) == now
     assert _when(now.astimezone(timezone(timedelta(hours=-7))).isoformat()) == now   # another zone, the same instant

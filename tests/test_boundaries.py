@@ -11,13 +11,13 @@ Last, a prompt in a real kernel answers with a hostile notebook and a hostile se
 import itertools, json
 import pytest
 from hypothesis import HealthCheck, event, given, settings as hsettings, strategies as st
-from boopiter_ext.binding import BINDING_KEYS, BINDING_MIME, _when, clean_binding, saved_binding, stamp
-from boopiter_ext.context import Cell, build_context, order_cells
+from boopiter_ext.core.binding import BINDING_KEYS, BINDING_MIME, _when, clean_binding, saved_binding, stamp
+from boopiter_ext.context.build import Cell, build_context, order_cells
 from boopiter_ext.errors import CassetteDrift
-from boopiter_ext.notebook import DEPTH, saved_cells
-from boopiter_ext.replay import (CASSETTE_FORMAT, MAX_CONTEXT_LENGTH, _SNAPSHOT, _INFO, Cassette, DiskCache, clean_model_info,
-                                 clean_snapshot, find_saved_reply, request_digest, saved_auto_model, saved_model_info,
-                                 saved_snapshot)
+from boopiter_ext.context.nbfile import DEPTH, saved_cells
+from boopiter_ext.core.replay import (CASSETTE_FORMAT, MAX_CONTEXT_LENGTH, _SNAPSHOT, _INFO, Cassette, DiskCache,
+                                      clean_model_info, clean_snapshot, find_saved_reply, request_digest,
+                                      saved_auto_model, saved_model_info, saved_snapshot)
 from boopiter_ext.settings import DEFAULTS, SETTINGS, _shown, check_setting, load_settings, read_ini
 
 CORPUS = hsettings(max_examples=80, deadline=None, database=None,

@@ -5,7 +5,7 @@ import threading, time
 from pathlib import Path
 import pytest
 from kernels import KernelSession
-from boopiter_ext import deaddrop as dd
+from boopiter_ext.models import deaddrop as dd
 
 pytestmark = pytest.mark.slow
 MODEL = 'qwen3:1.7b'

@@ -162,7 +162,7 @@ def test_tool_rounds_are_one_line_per_call_and_the_model_s_headings_stay_out_of_
 FOLLOW_CELLS = ['%%prompt --fresh\nA long answer, please.', '%%prompt --fresh\nAnother long one.',
                 '%%prompt --fresh\nA long one I will stop.']
 FOLLOWED, SCROLLED, STOPPED = 0, 1, 2
-# where the reply's end is against the scroller's viewport (the scroller as js/src/follow.ts finds it)
+# where the reply's end is against the scroller's viewport (the scroller as js/src/reply/follow.ts finds it)
 WHERE = """r => { let s = r.parentElement;
     for (; s; s = s.parentElement) { const o = getComputedStyle(s).overflowY;
         if (/(auto|scroll|overlay)/.test(o) && s.scrollHeight > s.clientHeight) break; }

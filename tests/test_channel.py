@@ -1,6 +1,6 @@
 """The frontend's channel in real kernels, driven as the extension drives it: comm opens and messages over jupyter_client.
 
-The kernel half of the protocol in js/src/protocol.ts: hello (with the notebook's binding), state, picks, the binding
+The kernel half of the protocol in js/src/protocol/messages.ts: hello (with the notebook's binding), state, picks, the binding
 sent back for the notebook's metadata, refresh, errors; and the faces that change once a frontend said hello (no
 widgets, no Run buttons: the extension's menu and reply actions take their place)."""
 

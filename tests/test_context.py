@@ -1,9 +1,9 @@
 import base64
 import pytest
-from boopiter_ext.context import (Cell, build_context, cell_text, clip, context_window, estimate_tokens, order_cells,
-                                  prompt_text, reply_text)
-from boopiter_ext.images import ImagePicker
-from boopiter_ext.messages import mk_msg, msg_images, msg_text
+from boopiter_ext.context.build import (Cell, build_context, cell_text, clip, context_window, estimate_tokens,
+                                        order_cells, prompt_text, reply_text)
+from boopiter_ext.context.images import ImagePicker
+from boopiter_ext.context.messages import mk_msg, msg_images, msg_text
 from images_util import png_b64
 
 PNG = png_b64(64, 48)
@@ -194,9 +194,9 @@ def test_live_outputs_of_any_shape_read_as_text_never_as_a_traceback():
 
 # Prefix reuse: each prompt's messages extend the previous prompt's, so a server's cache serves all but what is new
 
-from boopiter_ext.refs import prompt_refs
-from boopiter_ext.render import reply_bundle
-from boopiter_ext.stream import Reply
+from boopiter_ext.core.refs import prompt_refs
+from boopiter_ext.render.reply import reply_bundle
+from boopiter_ext.models.stream import Reply
 
 
 def answered(question, asked, ledger, answer, n):
@@ -307,7 +307,7 @@ def test_images_past_the_budget_stop_being_sent_half_a_budget_at_a_time():
 
 def test_token_estimates_windows_and_tags_at_their_edges():
     "Found by mutation testing: the boundaries of the estimate, the window steps and the tag rule, written out."
-    from boopiter_ext.context import cell_tags
+    from boopiter_ext.context.build import cell_tags
     assert [estimate_tokens(t) for t in ('', 'abc', 'abcd', 'abcdefgh', '数据', 'ab数据')] == [1, 1, 2, 3, 3, 3]
     assert (context_window(4096), context_window(4097), context_window(8192)) == (4096, 8192, 8192)
     assert cell_tags({'tags': ['', 'a', 'x' * 100, 'y' * 101, 3, None, 'boop-hide']}) == ('a', 'x' * 100, 'boop-hide')
@@ -326,7 +326,7 @@ def asked_out(text, asked): return dict(output_type='display_data', data={'text/
 
 
 def test_an_earlier_turn_repeats_the_question_as_sent_only_within_its_clip():
-    from boopiter_ext.context import _asked
+    from boopiter_ext.context.build import _asked
     q = 'What is in $`df`?'
     def cell(sent): return Cell(f'%%prompt\n{q}', 'prompt', [asked_out('A table.', sent)])
     added = '\n\n' + 'x' * 8                                                      # the values its $`names` had
@@ -357,7 +357,7 @@ def test_no_image_is_sent_when_the_most_is_zero_even_to_a_vision_model():
 
 
 def test_the_ledger_counts_every_message_s_tokens_and_says_what_overflows():
-    from boopiter_ext.context import _MSG_OVERHEAD
+    from boopiter_ext.context.build import _MSG_OVERHEAD
     _, ledger = build_context([], 'What is x?', system='Be brief.')
     assert ledger['tokens'] == estimate_tokens('Be brief.') + estimate_tokens('What is x?') + 2 * _MSG_OVERHEAD
     pinned = code('x = 1', stream('y' * 4000), tags=('boop-pin',))

@@ -3,7 +3,8 @@
 import json, os, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
-from boopiter_ext import deaddrop as dd
+from boopiter_ext.faces import deaddrop_cli
+from boopiter_ext.models import deaddrop as dd
 from boopiter_ext.errors import DeadDropError, ReplyStalled
 
 ROOT = Path(__file__).parent.parent
@@ -242,7 +243,7 @@ def test_legacy_route_end_to_end(root):
 def cli(root, *args, **kw):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop('BOOPITER_DEADDROP_DIR', None)
-    return subprocess.run([sys.executable, '-m', 'boopiter_ext.deaddrop', '--root', str(root), *args],
+    return subprocess.run([sys.executable, '-m', 'boopiter_ext.faces.deaddrop_cli', '--root', str(root), *args],
                           capture_output=True, text=True, env=env, timeout=30, **kw)
 
 
@@ -268,7 +269,7 @@ def test_cli_errors_are_one_line_exit_2(root):
 
 
 def test_cli_help_explains_every_argument():
-    parser = dd._parser()
+    parser = deaddrop_cli._parser()
     commands = next(a for a in parser._actions if a.dest == 'cmd').choices
     for name, sub in commands.items():
         for a in sub._actions:
@@ -287,8 +288,8 @@ def test_cli_reply_from_a_pipe_streams_to_a_follower(root):
     dd.new_session(root, 's')
     pid = dd.drop_prompt(root, 's', 'q')
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, '-m', 'boopiter_ext.deaddrop', '--root', str(root), 'reply', 's', pid,
-                             '--model', 'Pipe <1>'], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen([sys.executable, '-m', 'boopiter_ext.faces.deaddrop_cli', '--root', str(root), 'reply', 's',
+                             pid, '--model', 'Pipe <1>'], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     events = []
     def follow(): events.extend(dd.follow_reply(root, 's', pid, poll=POLL, timeout=20))
     t = threading.Thread(target=follow)
@@ -342,9 +343,10 @@ def test_reply_stops_when_cancelled_midway(sess):
 
 def test_public_names():
     import inspect
-    own = {k for k,v in vars(dd).items() if not k.startswith('_') and not inspect.ismodule(v)
-           and getattr(v, '__module__', dd.__name__) == dd.__name__}
-    assert set(dd.__all__) == own
+    for m in (dd, deaddrop_cli):
+        own = {k for k,v in vars(m).items() if not k.startswith('_') and not inspect.ismodule(v)
+               and getattr(v, '__module__', m.__name__) == m.__name__}
+        assert set(m.__all__) == own, m.__name__
 
 
 def test_re_attaching_needs_the_same_notebook_and_a_cell_id(sess):
@@ -356,7 +358,7 @@ def test_re_attaching_needs_the_same_notebook_and_a_cell_id(sess):
 
 
 def test_a_saved_binding_may_name_only_sessions_that_exist_here(sess, monkeypatch):
-    from boopiter_ext.binding import screen_binding
+    from boopiter_ext.core.binding import screen_binding
     from boopiter_ext.settings import load_settings
     root, sid = sess
     monkeypatch.setenv('BOOPITER_DEADDROP_DIR', str(root))

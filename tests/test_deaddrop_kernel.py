@@ -7,13 +7,13 @@ from kernels import KernelSession
 
 pytestmark = pytest.mark.slow   # every test here starts a real kernel
 
-CLI = [sys.executable, '-m', 'boopiter_ext.deaddrop']
+CLI = [sys.executable, '-m', 'boopiter_ext.faces.deaddrop_cli']
 
 # A responder in its own process, using only the CLI: one thread per session answers the next prompt in pieces. It
 # writes the rest of its answer once the notebook has shown the first piece (the test touches `go-SID` then).
 RESPONDER = r'''
 import json, pathlib, subprocess, sys, threading, time
-CLI = [sys.executable, '-m', 'boopiter_ext.deaddrop']
+CLI = [sys.executable, '-m', 'boopiter_ext.faces.deaddrop_cli']
 def serve(sid):
     p = json.loads(subprocess.run(CLI + ['next', sid, '--wait', '--json', '--timeout', '60'], capture_output=True,
                                   text=True, check=True).stdout)

@@ -5,15 +5,15 @@ import copy, itertools, time
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 from ollama_server import OllamaTestServer, Silent, free_port
-from boopiter_ext.binding import may_choose, screen_binding
-from boopiter_ext.catalog import Catalog
+from boopiter_ext.core.binding import may_choose, screen_binding
+from boopiter_ext.models.catalog import Catalog
 from boopiter_ext.errors import SettingsError, Unreachable
-from boopiter_ext.messages import mk_msg
-from boopiter_ext.models import Router
-from boopiter_ext.ollama import OllamaClient, sync_ollama_loaded, unload_ollama_model
-from boopiter_ext.routes import endpoint_id, endpoint_of, is_ollama_id, route_kind, route_name, split_endpoint
+from boopiter_ext.context.messages import mk_msg
+from boopiter_ext.models.router import Router
+from boopiter_ext.models.ollama import OllamaClient, sync_ollama_loaded, unload_ollama_model
+from boopiter_ext.models.routes import endpoint_id, endpoint_of, is_ollama_id, route_kind, route_name, split_endpoint
 from boopiter_ext.settings import ENDPOINT_NAME, MAX_ENDPOINTS, Endpoint, load_settings, read_endpoints, system_ini
-from boopiter_ext.stream import Reply, pump
+from boopiter_ext.models.stream import Reply, pump
 from strategies import awkward_text
 
 MSGS = [mk_msg('hi')]

@@ -66,7 +66,7 @@ def test_loading_imports_nothing_heavy():
             "ip = InteractiveShell.instance(); ip.run_line_magic('config', 'BoopMagics.warm_up = False')\n"
             "ip.run_line_magic('load_ext', 'boopiter_ext')\n"
             "print(sorted(m for m in ('litellm', 'lisette', 'ipywidgets', 'requests', 'nbformat', 'xllamacpp', "
-            "'openai', 'PIL', 'markdown_it', 'boopiter_ext.ollama', 'boopiter_ext.catalog') if m in sys.modules))")
+            "'openai', 'PIL', 'markdown_it', 'boopiter_ext.models.ollama', 'boopiter_ext.models.catalog') if m in sys.modules))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == '[]', out.stdout + out.stderr
 
@@ -162,15 +162,15 @@ def test_public_api_is_listed_and_heavy_names_load_on_first_use():
                                     'load_settings', 'Reply', 'pump', 'BoopError', 'Catalog', 'ollama_loaded',
                                     'unload_ollama_model', 'sync_ollama_loaded', 'add_tool', 'side_effect',
                                     'get_tool_list', 'tools_system_prompt']
-    code = ("import sys, boopiter_ext as b; before = 'boopiter_ext.ollama' in sys.modules; c = b.OllamaClient\n"
-            "print(before, 'boopiter_ext.ollama' in sys.modules, c.__module__, all(getattr(b, n) for n in b.__all__))")
+    code = ("import sys, boopiter_ext as b; before = 'boopiter_ext.models.ollama' in sys.modules; c = b.OllamaClient\n"
+            "print(before, 'boopiter_ext.models.ollama' in sys.modules, c.__module__, all(getattr(b, n) for n in b.__all__))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ['False', 'True', 'boopiter_ext.ollama', 'True']
+    assert out == ['False', 'True', 'boopiter_ext.models.ollama', 'True']
     with pytest.raises(AttributeError): boopiter_ext.no_such_name
 
 
 def test_every_setting_is_a_configurable_trait():
-    from boopiter_ext.magics import BoopMagics
+    from boopiter_ext.faces.magics import BoopMagics
     from boopiter_ext.settings import SETTINGS, DEFAULTS
     traits = BoopMagics.class_traits(config=True)
     assert set(SETTINGS) <= set(traits) and all(traits[k].default_value == DEFAULTS[k] for k in SETTINGS)
@@ -198,7 +198,7 @@ def test_stream_capture_keeps_head_and_tail_and_costs_the_same_per_line_however_
     """A cell that prints far more than is kept: its first and last `_KEEP` characters stay, with the count of those
     dropped between; and the cost per line printed is flat (a rate: 4x the lines take about 4x the time, not 16x)."""
     import time
-    from boopiter_ext import capture
+    from boopiter_ext.faces import capture
     monkeypatch.setattr(capture, '_KEEP', 20_000)   # small, so both runs compact many times
     shell.run_line_magic('load_ext', 'boopiter_ext')
     recorder = shell.magics_manager.registry['BoopMagics'].recorder
@@ -217,7 +217,7 @@ def test_stream_capture_keeps_head_and_tail_and_costs_the_same_per_line_however_
 
 
 def test_the_characters_not_kept_are_counted_across_compactions(shell, monkeypatch):
-    from boopiter_ext import capture
+    from boopiter_ext.faces import capture
     monkeypatch.setattr(capture, '_KEEP', 20_000)
     shell.run_line_magic('load_ext', 'boopiter_ext')
     assert run(shell, 'for i in range(50_000): print("line", i)').success
@@ -259,7 +259,7 @@ def test_the_effort_picked_in_the_menu_follows_the_reasoning_toggle_wherever_it_
 
 
 def test_the_system_prompt_setting_is_added_to_the_built_in_one_from_any_layer(shell, srv, monkeypatch, tmp_path):
-    from boopiter_ext.context import SYSTEM_PROMPT
+    from boopiter_ext.context.build import SYSTEM_PROMPT
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
     (tmp_path/'settings.ini').write_text('[boopiter]\nsystem_prompt = Answer in French.\n')
     shell.run_line_magic('load_ext', 'boopiter_ext')

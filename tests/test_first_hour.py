@@ -5,10 +5,10 @@ import nbformat, pytest
 from IPython.core.error import UsageError
 from conftest import saved_replies as replies, write_code_notebook as notebook
 from ollama_server import OllamaTestServer, free_port
-from boopiter_ext.catalog import Catalog
-from boopiter_ext.menu import answering
-from boopiter_ext.models import Router, auto_order
-from boopiter_ext.run import run_notebook
+from boopiter_ext.models.catalog import Catalog
+from boopiter_ext.core.menu import answering
+from boopiter_ext.models.router import Router, auto_order
+from boopiter_ext.faces.run import run_notebook
 from boopiter_ext.settings import load_settings
 
 GB = 1_000_000_000
@@ -102,7 +102,7 @@ def test_the_menu_says_auto_and_agrees_with_the_prompt():
 
 
 def test_dead_drop_sessions_may_be_picked_as_the_reasoning_model(tmp_path):
-    from boopiter_ext import deaddrop as dd
+    from boopiter_ext.models import deaddrop as dd
     root = dd.deaddrop_root(setting=str(tmp_path/'drop'))
     dd.new_session(root, 'review')
     router = Router()
@@ -278,9 +278,9 @@ def test_in_a_live_kernel_a_new_binding_keeps_the_reply_and_a_cell_option_asks(k
 
 
 def test_the_terminal_marks_a_kept_reply_with_its_line_and_a_reused_one_as_reused(capsys):
-    from boopiter_ext.render import reply_bundle
-    from boopiter_ext.stream import Reply
-    from boopiter_ext.view import TerminalView
+    from boopiter_ext.render.reply import reply_bundle
+    from boopiter_ext.models.stream import Reply
+    from boopiter_ext.faces.view import TerminalView
     reply = Reply('quick:3b')
     reply.parts.append('x is 42.')
     reply.status = 'done'

@@ -7,12 +7,12 @@ import importlib.util, os, subprocess, sys, time
 from pathlib import Path
 import pytest, requests
 from ollama_server import OllamaTestServer, free_port
-from boopiter_ext.catalog import Catalog
-from boopiter_ext.local import LocalModel
-from boopiter_ext.messages import mk_msg
-from boopiter_ext.models import Router
+from boopiter_ext.models.catalog import Catalog
+from boopiter_ext.models.local import LocalModel
+from boopiter_ext.context.messages import mk_msg
+from boopiter_ext.models.router import Router
 from boopiter_ext.settings import load_settings
-from boopiter_ext.stream import Reply, pump
+from boopiter_ext.models.stream import Reply, pump
 
 pytestmark = pytest.mark.slow
 KEY = 'sk-gateway-test'

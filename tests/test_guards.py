@@ -5,9 +5,11 @@ from pathlib import Path
 from typing import Literal, Optional
 import pytest
 from hypothesis import given, strategies as st
-from boopiter_ext import guards
-from boopiter_ext.guards import (INTENT_ATTR, MAX_CHARS, MAX_LINES, Call, check_call, confirm_by_input, plan_calls,
-                                 python_blocks, quarantine, recover_calls, screen_output)
+from boopiter_ext.tools import blocks, guards, lenient, screening
+from boopiter_ext.tools.guards import INTENT_ATTR, MAX_CHARS, MAX_LINES, Call, check_call, confirm_by_input, plan_calls
+from boopiter_ext.tools.blocks import python_blocks
+from boopiter_ext.tools.screening import quarantine, screen_output
+from boopiter_ext.tools.lenient import recover_calls
 
 TICKET_9001 = """# Support ticket 9001
 
@@ -117,8 +119,8 @@ def test_blocks_nested_deeper_than_a_reply_is_shown_are_not_blocks():
     def nested(prefix, rest, n): return f'{prefix * n}```python\n{rest * n}f()\n{rest * n}```\n'
     assert python_blocks(nested('> ', '> ', 63)) == python_blocks(nested('- ', '  ', 31)) == ['f()\n']
     assert python_blocks(nested('> ', '> ', 64)) == python_blocks(nested('- ', '  ', 32)) == []
-    from boopiter_ext import sanitize
-    assert sanitize._parser().options.maxNesting == guards._SHOWN == 64   # the two must move together
+    from boopiter_ext.render import sanitize
+    assert sanitize._parser().options.maxNesting == blocks._SHOWN == 64   # the two must move together
 
 
 @pytest.mark.parametrize('unit', ['> ```python\nx\n', '[a]:\n', '[a]: /u\n===\n', '<div>\n', '>\t' * 3 + 'x\n',
@@ -524,9 +526,10 @@ def test_recovered_calls_always_pass_plan_calls():
 
 
 def test_all_lists_the_public_names():
-    mine = lambda v: getattr(v, '__module__', '') == guards.__name__
-    public = {n for n,v in vars(guards).items() if not n.startswith('_') and mine(v)}
-    assert set(guards.__all__) == public | {'INTENT_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS'}
+    for m in (blocks, guards, screening, lenient):
+        public = {n for n,v in vars(m).items() if not n.startswith('_') and getattr(v, '__module__', '') == m.__name__}
+        consts = {'INTENT_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS'} if m is guards else set()
+        assert set(m.__all__) == public | consts, m.__name__
 
 
 def test_a_list_that_contains_itself_is_a_key_not_a_crash():

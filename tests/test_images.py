@@ -2,9 +2,9 @@
 
 import base64, os
 import pytest
-from boopiter_ext.context import Cell, build_context, cell_text
-from boopiter_ext.images import ImagePicker, fit_image, image_mime, image_tokens, markdown_images
-from boopiter_ext.messages import mk_msg, msg_images, msg_text
+from boopiter_ext.context.build import Cell, build_context, cell_text
+from boopiter_ext.context.images import ImagePicker, fit_image, image_mime, image_tokens, markdown_images
+from boopiter_ext.context.messages import mk_msg, msg_images, msg_text
 from images_util import decoded, image_bytes, png_b64
 
 RED, GREEN, BLUE = (200, 30, 30), (30, 200, 30), (30, 30, 200)

@@ -6,9 +6,9 @@ import pytest
 from ollama_server import free_port
 from kernels import KernelSession
 from boopiter_ext.errors import ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable
-from boopiter_ext.litellm_client import LitellmClient
-from boopiter_ext.messages import mk_msg
-from boopiter_ext.stream import Reply, pump
+from boopiter_ext.models.litellm_client import LitellmClient
+from boopiter_ext.context.messages import mk_msg
+from boopiter_ext.models.stream import Reply, pump
 
 MODEL = 'openai/qwen3:1.7b'
 MSGS = [mk_msg('be brief', 'system'), mk_msg('hi')]
@@ -93,7 +93,7 @@ def test_prompt_cell_on_the_litellm_route(srv, tmp_path):
 def test_another_providers_id_on_a_custom_api_base_never_gets_your_environment_key(srv, monkeypatch):
     "`hosted_vllm/NAME` on `api_base` still goes through litellm, with the key `Router.api_key` decides."
     from boopiter_ext.errors import SettingsError
-    from boopiter_ext.models import Router
+    from boopiter_ext.models.router import Router
     from boopiter_ext.settings import load_settings
     monkeypatch.setenv('OPENAI_API_KEY', 'sk-real-secret')
     def auth(**config):

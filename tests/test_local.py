@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from ollama_server import free_port
 from kernels import KernelSession
-from boopiter_ext.local import LocalModel, gguf_path
+from boopiter_ext.models.local import LocalModel, gguf_path
 
 pytestmark = pytest.mark.slow
 PID = "get_ipython().magics_manager.registry['BoopMagics'].router.local.pid"
@@ -112,10 +112,10 @@ def test_an_openai_compatible_server_is_listed_and_its_model_answers_when_picked
 def test_the_router_streams_the_engine_directly_and_a_stall_frees_it_for_the_next_prompt():
     "No litellm: the OpenAI-compatible client reads llama.cpp's event stream; a stall hangs up and the engine answers on."
     from boopiter_ext.errors import ReplyStalled
-    from boopiter_ext.messages import mk_msg
-    from boopiter_ext.models import Router
+    from boopiter_ext.context.messages import mk_msg
+    from boopiter_ext.models.router import Router
     from boopiter_ext.settings import load_settings
-    from boopiter_ext.stream import Reply, pump
+    from boopiter_ext.models.stream import Reply, pump
     router, msgs = Router(), [mk_msg('Count from 1 to 50, separated by commas.')]
     try:
         with pytest.raises(ReplyStalled):   # no engine answers its first token within a millisecond
@@ -133,7 +133,7 @@ def test_the_router_streams_the_engine_directly_and_a_stall_frees_it_for_the_nex
 def test_the_tiny_model_proposes_a_python_block_that_the_tool_loop_parses(tmp_path):
     """Structure only, not wisdom: SmolLM2 writes a python block, and the guarded loop reads it: a block that calls
     `add_numbers` becomes a guarded step; one that does not is example code, shown with Run buttons."""
-    from boopiter_ext.guards import python_blocks
+    from boopiter_ext.tools.blocks import python_blocks
     with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
         k.run('%load_ext boopiter_ext')
         k.run('%config BoopMagics.max_tokens = 200')
@@ -185,14 +185,14 @@ def test_a_start_reports_its_steps_to_every_caller_and_the_status_follows_it():
 
 
 def test_prompt_processing_gets_every_core_and_generation_one_fewer():
-    from boopiter_ext.local import _threads
+    from boopiter_ext.models.local import _threads
     assert _threads(2) == (1, 2) and _threads(1) == (1, 1) and _threads(16) == (4, 4)
 
 
 def test_the_token_estimate_follows_a_real_tokenizer_on_prose_code_and_tables_of_numbers():
     "SmolLM2's own tokenizer (llama.cpp's /tokenize) counts: numbers cost a token a digit, as in Qwen, Gemma and Llama."
     import random, requests
-    from boopiter_ext.context import estimate_tokens
+    from boopiter_ext.context.build import estimate_tokens
     rnd, model = random.Random(7), LocalModel()
     model.ensure()
     try:

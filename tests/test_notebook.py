@@ -3,7 +3,7 @@
 import json
 import pytest
 from conftest import run
-from boopiter_ext.notebook import notebook_path
+from boopiter_ext.context.nbfile import notebook_path
 
 
 def nb_file(path, *sources):

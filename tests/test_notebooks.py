@@ -7,7 +7,7 @@ import nbformat, pytest
 from conftest import ROOT
 from ollama_server import free_port
 from images_util import decoded
-from boopiter_ext.run import run_notebook
+from boopiter_ext.faces.run import run_notebook
 from record_howtos import HOWTOS
 
 pytestmark = pytest.mark.slow
@@ -215,7 +215,7 @@ def test_reproducible_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     saved = json.loads((tmp_path/'my_scores.json').read_text())
     assert [m['totals']['right'] for m in saved['models']] == [2, 0] and saved['tasks']['source'] == 'my_tasks.json'
     assert (tmp_path/'my_scores.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
-    table = text('from boopiter_ext.scorecard import load_result')
+    table = text('from boopiter_ext.tools.scorecard import load_result')
     assert 'pct C   C   ok       -   XX' in table and '[create_ticket not requested]' in table
 
     # Run All again, headless, on the executed notebook: the prompts ask nothing but --fresh; the bench measures again
@@ -253,7 +253,7 @@ def test_whole_notebook_howto_on_the_test_server(srv, tmp_path, monkeypatch):
 
 def test_web_and_pdf_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     "Offline: the notebook serves its own page on loopback, allows it with `%config`, and writes its own PDF."
-    from boopiter_ext.webtools import PDF_HINT
+    from boopiter_ext.tools.pdf import PDF_HINT
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
     srv.script('```python\nfetch_url(page)\n```')
     srv.script('Every 4 weeks, with citric acid.')
@@ -333,7 +333,7 @@ def test_first_hour_howto_without_ollama_on_the_embedded_model(tmp_path, monkeyp
 def test_howto_replays_offline_from_its_cassette(name, tmp_path, monkeypatch):
     """`boopiter-run NB --replay` with no Ollama and no model in reach: every prompt answers from the shipped cassette
     (each reply is a turn of it, and every turn is used), which loads without a warning."""
-    from boopiter_ext.replay import Cassette
+    from boopiter_ext.core.replay import Cassette
     monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
     (tmp_path/'nbs').mkdir()
     shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')   # as nbs/ reads the repository's, one folder up

@@ -5,9 +5,9 @@ import pytest
 from ollama_server import MID_STREAM_ERROR, RawReplyServer, free_port
 from boopiter_ext.errors import (OllamaError, OllamaModelNotFound, OllamaUnreachable, ReplyBroken, ReplyStalled,
                                  Unreachable, ModelNotFound)
-from boopiter_ext.messages import mk_msg
-from boopiter_ext.ollama import OllamaClient, keep_alive_value, think_value
-from boopiter_ext.stream import Reply, pump
+from boopiter_ext.context.messages import mk_msg
+from boopiter_ext.models.ollama import OllamaClient, keep_alive_value, think_value
+from boopiter_ext.models.stream import Reply, pump
 
 MSGS = [mk_msg('be brief', 'system'), mk_msg('hi')]
 

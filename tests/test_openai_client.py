@@ -6,12 +6,12 @@ import pytest
 from ollama_server import MID_STREAM_ERROR, RawReplyServer, free_port
 from kernels import KernelSession
 from boopiter_ext.errors import ModelError, ModelNotFound, ReplyBroken, ReplyStalled, SettingsError, Unreachable
-from boopiter_ext.messages import mk_msg
-from boopiter_ext.models import Router
-from boopiter_ext.openai_client import OpenAIClient
-from boopiter_ext.render import detail_rows, reply_metadata
+from boopiter_ext.context.messages import mk_msg
+from boopiter_ext.models.router import Router
+from boopiter_ext.models.openai_client import OpenAIClient
+from boopiter_ext.render.reply import detail_rows, reply_metadata
 from boopiter_ext.settings import load_settings
-from boopiter_ext.stream import Reply, pump
+from boopiter_ext.models.stream import Reply, pump
 
 MODEL = 'qwen3:1.7b'
 MSGS = [mk_msg('be brief', 'system'), mk_msg('hi')]
@@ -242,8 +242,8 @@ def test_router_sends_openai_ids_on_api_base_here_and_the_key_it_decides(srv, mo
 
 def test_this_route_never_imports_litellm(srv):
     srv.script('no litellm here')
-    code = ('import sys\nfrom boopiter_ext.models import Router\nfrom boopiter_ext.settings import load_settings\n'
-            'from boopiter_ext.messages import mk_msg\n'
+    code = ('import sys\nfrom boopiter_ext.models.router import Router\nfrom boopiter_ext.settings import load_settings\n'
+            'from boopiter_ext.context.messages import mk_msg\n'
             f's = load_settings(config=dict(api_base={srv.url + "/v1"!r}))\n'
             f'print("".join(v for k,v in Router().chat("openai/{MODEL}", [mk_msg("hi")], s) if k == "content"))\n'
             'print("litellm" in sys.modules, "openai" in sys.modules)')

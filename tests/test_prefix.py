@@ -8,10 +8,10 @@ measures a longer session).
 import pytest
 from ollama_server import free_port
 from kernels import KernelSession
-from boopiter_ext.assistant import Assistant
-from boopiter_ext.context import Cell
-from boopiter_ext.render import reply_bundle
-from boopiter_ext.stream import Reply
+from boopiter_ext.core.assistant import Assistant
+from boopiter_ext.context.build import Cell
+from boopiter_ext.render.reply import reply_bundle
+from boopiter_ext.models.stream import Reply
 
 MODEL = 'local/smollm2-135m'
 

@@ -8,9 +8,11 @@ words that name a line of the block. Strategies: tests/strategies.py.
 import ast, json, re, unicodedata
 import pytest
 from hypothesis import given, settings, strategies as st
-from boopiter_ext.guards import check_call, plan_calls, python_blocks, recover_calls
-from boopiter_ext.stream import Reply
-from boopiter_ext.toolloop import tool_blocks
+from boopiter_ext.tools.guards import check_call, plan_calls
+from boopiter_ext.tools.blocks import python_blocks
+from boopiter_ext.tools.lenient import recover_calls
+from boopiter_ext.models.stream import Reply
+from boopiter_ext.tools.loop import tool_blocks
 from strategies import AWKWARD, NAMES, deep_prefix, fenced_python, json_values, literals, tool_blocks as blocks
 from test_guards import TOOLS
 

@@ -8,12 +8,12 @@ Strategies: tests/strategies.py.
 import configparser, itertools, json, math
 import pytest
 from hypothesis import given, settings, strategies as st
-from boopiter_ext.binding import BINDING_KEYS, BINDING_MIME, binding_bundle, binding_text, clean_binding, newest, \
-    saved_binding, stamp
+from boopiter_ext.core.binding import (BINDING_KEYS, BINDING_MIME, binding_bundle, binding_text, clean_binding, newest,
+                                       saved_binding, stamp)
 from boopiter_ext.errors import CassetteDrift, SettingsError
-from boopiter_ext.replay import Cassette, clean_model_info, clean_snapshot
+from boopiter_ext.core.replay import Cassette, clean_model_info, clean_snapshot
 from boopiter_ext.settings import DEFAULTS, SETTINGS, THINK_LEVELS, check_setting, ollama_url, read_ini, resolve_settings
-from boopiter_ext.stream import Reply
+from boopiter_ext.models.stream import Reply
 from strategies import awkward_text, json_objects, json_values
 
 SOME = settings(max_examples=200, deadline=None)

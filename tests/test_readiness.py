@@ -7,9 +7,9 @@ import nbformat, pytest
 from conftest import run
 from ollama_server import OllamaTestServer, free_port
 from kernels import KernelSession
-from boopiter_ext.context import Cell
-from boopiter_ext.readiness import Readiness, known_question, next_prompt, prefix
-from boopiter_ext.routes import LOCAL_ID
+from boopiter_ext.context.build import Cell
+from boopiter_ext.core.readiness import Readiness, known_question, next_prompt, prefix
+from boopiter_ext.models.routes import LOCAL_ID
 
 WHY = 'Ollama is not reachable'
 
@@ -220,7 +220,7 @@ class Pub:
 
 
 def kernel_view(route=None, ledger=None):
-    from boopiter_ext.view import KernelView
+    from boopiter_ext.faces.view import KernelView
     pub = Pub()
     ledger = ledger or dict(items=[], tokens=1234, window=4096)
     return KernelView(type('Shell', (), dict(display_pub=pub))(), route, ledger), pub
@@ -231,8 +231,8 @@ FALLBACK = dict(name='embedded llama.cpp', picked_by='auto',
 
 
 def test_the_waiting_line_says_the_step_the_time_and_why_until_the_first_token(monkeypatch):
-    from boopiter_ext.render import REPLY_MIME
-    from boopiter_ext.stream import Reply
+    from boopiter_ext.render.reply import REPLY_MIME
+    from boopiter_ext.models.stream import Reply
     view, pub = kernel_view(FALLBACK)
     view.tick = 0.05
     step = ['starting the engine']
@@ -262,15 +262,15 @@ def test_the_waiting_line_says_the_step_the_time_and_why_until_the_first_token(m
 
 
 def test_why_is_said_only_when_the_embedded_model_answers_unpicked():
-    from boopiter_ext.view import why_line
+    from boopiter_ext.faces.view import why_line
     assert why_line(LOCAL_ID, FALLBACK) == FALLBACK['note']
     assert why_line(LOCAL_ID, dict(FALLBACK, picked_by='cell option')) == ''     # asked for by name: nothing to explain
     assert why_line('qwen3:1.7b', dict(FALLBACK, name='Ollama')) == ''
 
 
 def test_the_terminal_says_starting_the_model_then_clears_for_the_reply(monkeypatch):
-    from boopiter_ext.stream import Reply
-    from boopiter_ext.view import TerminalView
+    from boopiter_ext.models.stream import Reply
+    from boopiter_ext.faces.view import TerminalView
     out = io.StringIO()
     monkeypatch.setattr(sys, 'stdout', out)
     view = TerminalView(None, FALLBACK, dict(items=[], tokens=900, window=4096))
@@ -297,7 +297,7 @@ def kernel_ready(k):
     "Start readiness in the kernel unless `%load_ext` did; its pass count."
     k.run("_m = get_ipython().magics_manager.registry['BoopMagics']\n"
           "if getattr(_m, 'readiness', None) is None:\n"
-          "    from boopiter_ext.readiness import Readiness\n"
+          "    from boopiter_ext.core.readiness import Readiness\n"
           "    _m.readiness = Readiness(_m.assistant, get_ipython())\n"
           "    _m.readiness.start()")
 

@@ -2,10 +2,10 @@
 the dry run. Each expectation is the text a user reads, so a changed word, count or rounding fails here."""
 
 import pytest
-from boopiter_ext.render import (REPLY_MIME, images_line, loop_bundle, preview_bundle, reasoning_label, reply_bundle,
-                                 reply_data, reply_metadata, round_bundle)
-from boopiter_ext.stream import Reply
-from boopiter_ext.toolloop import LoopResult, Step
+from boopiter_ext.render.reply import (REPLY_MIME, images_line, loop_bundle, preview_bundle, reasoning_label,
+                                       reply_bundle, reply_data, reply_metadata, round_bundle)
+from boopiter_ext.models.stream import Reply
+from boopiter_ext.tools.loop import LoopResult, Step
 
 LEDGER = dict(tokens=1234, window=8192, clipped=1, dropped=2, hidden=1, items=[
     dict(label='cell 1 (code)', tokens=40, status='sent'), dict(label='cell 2 (code)', tokens=900, status='clipped'),

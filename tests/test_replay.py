@@ -4,15 +4,15 @@ import json
 import nbformat, pytest
 from conftest import saved_replies as replies, write_code_notebook as notebook
 from ollama_server import OllamaTestServer
-from boopiter_ext.context import Cell
+from boopiter_ext.context.build import Cell
 from boopiter_ext.errors import CassetteDrift
-from boopiter_ext.messages import mk_msg
-from boopiter_ext.render import reply_bundle
-from boopiter_ext.replay import (CASSETTE_FORMAT, Cassette, DiskCache, cassette_path, clean_model_info, clean_snapshot,
-                                 find_kept_reply, find_saved_reply, request_digest, saved_auto_model, saved_model_info,
-                                 saved_snapshot)
-from boopiter_ext.run import run_notebook
-from boopiter_ext.stream import Reply
+from boopiter_ext.context.messages import mk_msg
+from boopiter_ext.render.reply import reply_bundle
+from boopiter_ext.core.replay import (CASSETTE_FORMAT, Cassette, DiskCache, cassette_path, clean_model_info,
+                                      clean_snapshot, find_kept_reply, find_saved_reply, request_digest,
+                                      saved_auto_model, saved_model_info, saved_snapshot)
+from boopiter_ext.faces.run import run_notebook
+from boopiter_ext.models.stream import Reply
 
 MODEL = 'qwen3:1.7b'
 
@@ -422,7 +422,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path):
 @pytest.mark.parametrize('fault', ['value', 'interrupt', 'disk'])
 def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path, monkeypatch, fault):
     "A value JSON cannot hold, an interrupt mid-write, a full disk: the old file stays whole and no `.tmp-*` is left."
-    from boopiter_ext import replay
+    from boopiter_ext.core import replay
     path = tmp_path/'cache'/'ab.json'
     replay._write_json(tmp_path/'new'/'deeper'/'x.json', {})   # folders made as needed, however deep
     replay._write_json(path, dict(old=True))
@@ -469,7 +469,7 @@ def test_a_dry_run_says_when_running_the_cell_would_show_a_saved_reply_instead_o
                                                                                           monkeypatch):
     from conftest import run
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
-    from boopiter_ext.render import _REUSE_NOTES
+    from boopiter_ext.render.reply import _REUSE_NOTES
     def dry(opts=''):
         capsys.readouterr()
         run(shell, f'%%prompt --no-context --dry-run {opts}\nWhat is 2 + 2?')
@@ -505,7 +505,7 @@ def test_the_digest_covers_an_image_by_its_bytes_and_a_text_part_by_its_text():
 
 
 def test_a_saved_reply_s_options_are_used_only_when_well_formed():
-    from boopiter_ext.replay import _saved_options
+    from boopiter_ext.core.replay import _saved_options
     assert _saved_options(dict(effort='h', context=dict(window=8192))) == dict(think='h', num_ctx=8192)
     assert _saved_options(dict(context=dict())) == dict(think=None, num_ctx=None)          # none saved: none asked
     assert _saved_options(dict(context=dict(window=0))) is None and _saved_options(dict(effort='max')) is None

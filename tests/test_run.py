@@ -4,7 +4,7 @@ for), the totals at the end, and no warning about TCP: the kernel talks over loc
 import os, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
-from boopiter_ext.run import Printer, run_notebook
+from boopiter_ext.faces.run import Printer, run_notebook
 
 MODEL = 'qwen3:1.7b'
 

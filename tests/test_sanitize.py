@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 from markdown_corpus import ATOMS, CONTROLS, SEPARATORS, documents
-from boopiter_ext import sanitize
-from boopiter_ext.sanitize import SafeStream, safe_markdown, vet_url
+from boopiter_ext.render import sanitize
+from boopiter_ext.render.sanitize import SafeStream, safe_markdown, vet_url
 
 JS = Path(__file__).parent/'js'
 
@@ -223,7 +223,7 @@ def test_whatever_a_model_writes_passes_the_allow_list(text):
 @pytest.mark.slow
 def test_every_markdown_a_kernel_sends_is_safe_streamed_reused_and_dead_drop(kernel, srv, frontends):
     import threading
-    from boopiter_ext import deaddrop as dd
+    from boopiter_ext.models import deaddrop as dd
     hostile = '\n\n'.join(FIXED.values())
     def markdowns(res): return [m[2]['data']['text/markdown'] for m in res.messages
                                 if m[1] in ('display_data', 'update_display_data') and 'text/markdown' in m[2]['data']]
@@ -247,10 +247,10 @@ def test_every_markdown_a_kernel_sends_is_safe_streamed_reused_and_dead_drop(ker
 
 def test_everything_else_a_reply_shows_is_safe_too(frontends):
     "Tool rounds, the loop's summary, notes, warnings and model names set among our own Markdown: the same checks."
-    from boopiter_ext.render import loop_bundle, reply_markdown, round_bundle
-    from boopiter_ext.stream import Reply
-    from boopiter_ext.toolloop import LoopResult, Step
-    from boopiter_ext.view import KernelView
+    from boopiter_ext.render.reply import loop_bundle, reply_markdown, round_bundle
+    from boopiter_ext.models.stream import Reply
+    from boopiter_ext.tools.loop import LoopResult, Step
+    from boopiter_ext.faces.view import KernelView
     docs = documents(60, seed=3)
     out = []
     for i in range(0, len(docs) - 3, 3):

@@ -3,11 +3,11 @@ one-sentence errors, and one real run against the embedded SmolLM2 completes wit
 
 import json, os
 import pytest
-from boopiter_ext.models import Router
-from boopiter_ext.scorecard import (BenchError, BenchResult, load_result, load_tasks, ollama_version, router_clients,
-                                    run_bench, default_tools, hardware_note)
+from boopiter_ext.models.router import Router
+from boopiter_ext.tools.scorecard import (BenchError, BenchResult, load_result, load_tasks, ollama_version,
+                                          router_clients, run_bench, default_tools, hardware_note)
 from boopiter_ext.settings import load_settings
-from boopiter_ext.stream import Reply
+from boopiter_ext.models.stream import Reply
 
 PNG = b'\x89PNG\r\n\x1a\n'
 
@@ -192,7 +192,7 @@ def test_the_shipped_task_set():
 
 
 def test_your_own_tools_from_the_namespace_and_your_side_effects_are_not_confirmed(tmp_path):
-    from boopiter_ext.tools import side_effect
+    from boopiter_ext.tools.registry import side_effect
     sent = []
     @side_effect(r'\bsend\b')
     def send_mail(to:str)->str:
@@ -240,7 +240,7 @@ def test_hardware_note_names_the_os_cpus_and_ram_as_the_machine_reports_them(mon
     kb = int(re.search(r'^MemTotal:\s+(\d+) kB', Path('/proc/meminfo').read_text(), re.M)[1])
     ram = float(re.fullmatch(r'([\d.]+) GB RAM', note[len(head) + 2:].split(', ')[0])[1])
     assert abs(ram - kb / 2**20) < 0.05 * kb / 2**20
-    monkeypatch.setattr('boopiter_ext.scorecard._gpus', lambda: ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-SXM4-40GB'])
+    monkeypatch.setattr('boopiter_ext.tools.scorecard._gpus', lambda: ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-SXM4-40GB'])
     assert hardware_note() == note + ', NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-40GB'
 
 
@@ -305,5 +305,5 @@ def test_a_task_file_cannot_offer_the_kernels_or_the_systems_callables(tmp_path)
 
 @pytest.mark.parametrize('code', ['-' * 10_000 + '1', 'a' + '.b' * 5000])   # MemoryError, RecursionError in ast.parse
 def test_code_nested_past_the_parsers_limits_calls_nothing(code):
-    from boopiter_ext.scorecard import _calls
+    from boopiter_ext.tools.scorecard import _calls
     assert _calls(code) == [] and _calls('f(1)\n') == [('f', 'f(1)')]

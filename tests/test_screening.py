@@ -7,9 +7,10 @@ import json, re
 from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
-from boopiter_ext.context import Cell
-from boopiter_ext.guards import _forged, quarantine, screen_output
-from boopiter_ext.tools import file_tools, kernel_tools
+from boopiter_ext.context.build import Cell
+from boopiter_ext.tools.screening import _forged, quarantine, screen_output
+from boopiter_ext.tools.files import file_tools
+from boopiter_ext.tools.kernel import kernel_tools
 
 HERE = Path(__file__).parent/'screening'
 INJECTIONS = json.loads((HERE/'injections.json').read_text())

@@ -187,8 +187,8 @@ def test_on_off_settings_take_the_words_configparser_takes(tmp_path):
 def test_the_dead_drop_folder_is_yours_to_set_not_a_projects_and_both_sides_read_it(tmp_path, monkeypatch):
     "A cloned project cannot choose where your prompts are written; your settings.ini can, for the notebook and the CLI."
     import os, subprocess, sys
-    from boopiter_ext import deaddrop as dd
-    from boopiter_ext.catalog import deaddrop_source
+    from boopiter_ext.models import deaddrop as dd
+    from boopiter_ext.models.catalog import deaddrop_source
     monkeypatch.delenv('BOOPITER_DEADDROP_DIR')
     proj = write(tmp_path/'proj'/'settings.ini', f'[boopiter]\ndeaddrop_dir = {tmp_path/"theirs"}\nclip = 900\n')
     env = {'XDG_CONFIG_HOME': str(tmp_path/'xdg'), 'HOME': str(tmp_path/'home')}
@@ -201,7 +201,7 @@ def test_the_dead_drop_folder_is_yours_to_set_not_a_projects_and_both_sides_read
     assert (s['deaddrop_dir'], s.source['deaddrop_dir']) == (str(tmp_path/'mine'), str(user))
     dd.new_session(dd.deaddrop_root(environ={}, setting=s['deaddrop_dir']), 'review')
     assert [e.id for e in deaddrop_source(None, s)] == ['deaddrop/review']        # the notebook's side lists it
-    cli = subprocess.run([sys.executable, '-m', 'boopiter_ext.deaddrop', 'list'], capture_output=True, text=True,
+    cli = subprocess.run([sys.executable, '-m', 'boopiter_ext.faces.deaddrop_cli', 'list'], capture_output=True, text=True,
                          cwd=proj.parent, env={**os.environ, **env})
     assert cli.returncode == 0 and cli.stdout.split('\t')[0] == 'review'          # and so does the responder's
     assert not (tmp_path/'theirs').exists()

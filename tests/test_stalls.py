@@ -3,13 +3,13 @@ never complete a token (which a per-read socket timeout never notices). Real ser
 
 import socket, threading, time
 import pytest
-from boopiter_ext import deaddrop as dd
+from boopiter_ext.models import deaddrop as dd
 from boopiter_ext.errors import ReplyStalled
-from boopiter_ext.local import LocalModel
-from boopiter_ext.messages import mk_msg
-from boopiter_ext.models import Router
+from boopiter_ext.models.local import LocalModel
+from boopiter_ext.context.messages import mk_msg
+from boopiter_ext.models.router import Router
 from boopiter_ext.settings import load_settings
-from boopiter_ext.stream import Reply, pump
+from boopiter_ext.models.stream import Reply, pump
 
 MODEL = 'qwen3:1.7b'
 MSGS = [mk_msg('hi')]
@@ -41,7 +41,7 @@ def route(request, srv, monkeypatch):
     if name == 'litellm':   # a cloud id: litellm's OpenAI provider, pointed at the test server by the environment
         monkeypatch.setenv('OPENAI_BASE_URL', srv.url + '/v1')
         monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
-        from boopiter_ext.litellm_client import import_litellm
+        from boopiter_ext.models.litellm_client import import_litellm
         import_litellm()   # seconds, once: not part of any timing below
     model = dict(ollama=MODEL, openai=f'openai/{MODEL}', local=f'local/{MODEL}', litellm=f'openai/{MODEL}')[name]
     yield router, model, load_settings(config=config)

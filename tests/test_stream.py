@@ -1,7 +1,7 @@
 import time
 import pytest
-from boopiter_ext.stream import Reply, pump
-from boopiter_ext.render import reply_bundle, reply_markdown, reply_plain, details_html
+from boopiter_ext.models.stream import Reply, pump
+from boopiter_ext.render.reply import reply_bundle, reply_markdown, reply_plain, details_html
 
 
 def feed(chunks, thinking=()):
@@ -116,7 +116,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     c = Clock()
-    monkeypatch.setattr('boopiter_ext.stream.monotonic', c)
+    monkeypatch.setattr('boopiter_ext.models.stream.monotonic', c)
     return c
 
 

@@ -3,7 +3,7 @@ server, and consent mode's Run button and `--insert`."""
 
 import json, threading, time
 import pytest
-from boopiter_ext.render import REPLY_MIME
+from boopiter_ext.render.reply import REPLY_MIME
 
 pytestmark = pytest.mark.slow   # every test here starts a real kernel
 

@@ -1,11 +1,13 @@
 import logging, os, re, sys, threading, time
 from pathlib import Path
 import pytest
-from boopiter_ext import tools
-from boopiter_ext.context import Cell
-from boopiter_ext.tools import (DEFAULT_SELECTION, NEVER_OFFERED, SOURCES, ToolContext, add_tool, file_tools,
-                                get_tool_list, kernel_tools, notebook_tools, register_tool_source, remove_tool,
-                                side_effect, tool_signature, tools_system_prompt)
+from boopiter_ext.tools import files, kernel, registry
+from boopiter_ext.context.build import Cell
+from boopiter_ext.tools.registry import (DEFAULT_SELECTION, NEVER_OFFERED, SOURCES, ToolContext, add_tool,
+                                         get_tool_list, notebook_tools, register_tool_source, remove_tool, side_effect,
+                                         tool_signature, tools_system_prompt)
+from boopiter_ext.tools.files import file_tools
+from boopiter_ext.tools.kernel import kernel_tools
 
 
 @pytest.fixture(autouse=True)
@@ -123,7 +125,7 @@ def test_list_files_walks_depth_first_sorted_in_each_folder(tmp_path):
 
 
 def test_list_files_and_search_files_stop_in_time_and_say_where(tree, monkeypatch):
-    monkeypatch.setattr(tools, '_MAX_SECONDS', 0)
+    monkeypatch.setattr(files, '_MAX_SECONDS', 0)
     t = ftools(tree)
     assert t['list_files']() == '... stopped after 0 s, in ./; narrow `path` or `pattern`'
     assert t['list_files']('sub') == '... stopped after 0 s, in sub/; narrow `path` or `pattern`'
@@ -163,11 +165,11 @@ def test_a_folder_of_100_000_files_never_holds_the_kernel(tmp_path, monkeypatch)
     assert took < walk / 3, (took, walk)
     assert out.splitlines()[-1] == '... stopped at 300 entries; narrow `path` or `pattern`'
     out, took = timed(t['list_files'], '.', '*.rs')   # matches nothing: the whole walk, or the time bound
-    assert took < tools._MAX_SECONDS + 1
+    assert took < files._MAX_SECONDS + 1
     assert out == "(nothing under . matches '*.rs')" or re.fullmatch(r'\.\.\. stopped after 2 s, in d\d{3}/; .*', out)
     out, took = timed(t['search_files'], 'more')   # 200 matches need about 200 files read, not 100,000
     assert took < walk and out.splitlines()[-1] == '... stopped at 200 matches; narrow it'
-    monkeypatch.setattr(tools, '_MAX_SECONDS', 0.3)
+    monkeypatch.setattr(files, '_MAX_SECONDS', 0.3)
     out, took = timed(t['search_files'], 'needle')   # reads every file: stopped by time
     assert took < 3 and re.fullmatch(r'\.\.\. stopped after 0\.3 s, in d\d{3}/; narrow `path` or `glob`', out), out
 
@@ -359,7 +361,7 @@ def test_never_offered_is_dropped_whatever_a_source_or_selection_says(caplog):
     register_tool_source('evil', lambda ctx=None: [run_cmd, safe_tool, bash], default=True)
     assert {'run_cmd', 'bash', 'exec', 'eval', 'remote_launch', 'remote_status', 'remote_smoke_test', 'system', 'shell',
             'subprocess_run'} <= NEVER_OFFERED
-    with caplog.at_level(logging.WARNING, logger='boopiter_ext.tools'):
+    with caplog.at_level(logging.WARNING, logger='boopiter_ext.tools.registry'):
         assert names(get_tool_list()) == ['safe_tool']
         assert names(get_tool_list({'evil': True, 'kernel': True})) == ['safe_tool']
     assert "tool source 'evil' offered 'run_cmd', which is never offered" in caplog.text and "'bash'" in caplog.text
@@ -375,11 +377,11 @@ def test_registered_sources_selection_and_failures(caplog):
     assert get_tool_list({'web': False}) == []                     # skipped: no context to give it
     assert names(get_tool_list({'kernel': False, 'files': False}, ToolContext('.'))) == ['fetch_page']
     register_tool_source('odd', lambda ctx=None: [lambda: 1, 'text', fetch_page], default=True)
-    with caplog.at_level(logging.WARNING, logger='boopiter_ext.tools'):
+    with caplog.at_level(logging.WARNING, logger='boopiter_ext.tools.registry'):
         assert names(get_tool_list({'web': False})) == ['fetch_page']
     assert "tool source 'odd' gave a non-tool 'text'; skipped" in caplog.text and 'a non-tool <function' in caplog.text
     register_tool_source('broken', lambda ctx=None: 1/0, default=True)
-    with caplog.at_level(logging.WARNING, logger='boopiter_ext.tools'):
+    with caplog.at_level(logging.WARNING, logger='boopiter_ext.tools.registry'):
         assert names(get_tool_list({'web': True})) == ['fetch_page']
     assert "tool source 'broken' failed and was skipped: ZeroDivisionError" in caplog.text
     with pytest.raises(TypeError, match='factory must be callable'): register_tool_source('x', [fetch_page])
@@ -516,21 +518,22 @@ def test_auto_and_consent_prompts_send_the_same_tools_system_prompt(shell, srv, 
 
 def test_module_imports_nothing_heavy():
     import subprocess
-    code = ('import sys, boopiter_ext.tools; '
+    code = ('import sys, boopiter_ext.tools.registry; '
             'print(sorted(m for m in ("fastcore.docments", "fastcore.tools", "IPython", "numpy") if m in sys.modules))')
     assert subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout == '[]\n'
 
 
 def test_public_names():
-    defined = {k for k,v in vars(tools).items() 
-               if not k.startswith('_') and getattr(v, '__module__', '') == tools.__name__}
-    assert defined == set(tools.__all__) - {'SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED'}
-    assert all(hasattr(tools, k) for k in tools.__all__)
+    for m in (registry, files, kernel):
+        defined = {k for k,v in vars(m).items()
+                   if not k.startswith('_') and getattr(v, '__module__', '') == m.__name__}
+        assert defined == set(m.__all__) - {'SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED'}, m.__name__
+        assert all(hasattr(m, k) for k in m.__all__)
 
 
 def test_the_kernels_own_callables_are_not_user_variables():
     import functools
-    from boopiter_ext.tools import user_variables
+    from boopiter_ext.tools.kernel import user_variables
     wrapped_open = functools.wraps(open)(lambda *a, **kw: open(*a, **kw))   # what ipykernel puts in the namespace
     ns = dict(open=wrapped_open, print=print, prices=[3, 4], shadow=lambda: 1)
     assert list(user_variables(ns)) == ['prices', 'shadow']

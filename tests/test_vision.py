@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat, pytest
 from conftest import run
 from images_util import decoded
-from boopiter_ext.run import run_notebook
+from boopiter_ext.faces.run import run_notebook
 
 pytestmark = pytest.mark.slow
 RED, GREEN, BLUE = (200, 30, 30), (30, 200, 30), (30, 30, 200)

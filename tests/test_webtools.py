@@ -8,15 +8,17 @@ from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
-from boopiter_ext import webtools
-from boopiter_ext.guards import screen_output
-from boopiter_ext.messages import mk_msg
+from boopiter_ext.tools import pdf as pdftools, readable, web as webtools
+from boopiter_ext.tools.screening import screen_output
+from boopiter_ext.context.messages import mk_msg
 from boopiter_ext.settings import SETTINGS, check_setting, load_settings
-from boopiter_ext.stream import Reply
-from boopiter_ext.tools import SOURCES, ToolContext, get_tool_list, tool_signature
-from boopiter_ext.toolloop import run_tool_loop
-from boopiter_ext.webtools import (PDF_HINT, address_problem, html_text, parse_allow, parse_pages, pdf_tools, web_source,
-                                   web_tools)
+from boopiter_ext.models.stream import Reply
+from boopiter_ext.tools.registry import SOURCES, ToolContext, get_tool_list, tool_signature
+from boopiter_ext.tools.loop import run_tool_loop
+from boopiter_ext.tools.pdf import PDF_HINT, parse_pages, pdf_tools
+from boopiter_ext.tools.web import address_problem, web_source, web_tools
+from boopiter_ext.tools.readable import html_text
+from boopiter_ext.settings import _HOST_NAME, parse_allow
 
 CORPUS = hsettings(max_examples=150, deadline=None, database=None,
                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -279,7 +281,7 @@ def test_html_text_handles_broken_markup_and_stops_in_time(monkeypatch):
     assert html_text('<title>T</title><script>never closed <p>x') == 'Title: T'
     assert html_text('<div hidden><div>x</div>still hidden</div>shown') == 'shown'
     assert html_text('<a href="/x">rel</a>', 'http://h/dir/page') == '[rel](http://h/x)'
-    monkeypatch.setattr(webtools, '_HTML_SECONDS', 0.2)
+    monkeypatch.setattr(readable, '_HTML_SECONDS', 0.2)
     text, took = timed(html_text, '<' * 2_000_000)
     assert took < 4 and text.endswith('[the rest of the page was not read: making it text took over 0.2 s]')
 
@@ -314,10 +316,10 @@ def test_long_pages_are_read_on_with_start_from_one_fetch(fetch, srv):
     url = srv.url('/long.txt')
     first = fetch(url)
     assert first.startswith(f'{url} (200, text/plain)\n\nLine 0000: lorem')
-    more = len(LONG.strip()) - webtools._PAGE
-    assert first.endswith(f"\n… [{more:,} more characters: fetch_url({url!r}, start={webtools._PAGE}) reads on]")
-    second = fetch(url, start=webtools._PAGE)
-    assert second.split('\n\n', 1)[1].startswith(LONG[webtools._PAGE:webtools._PAGE + 40])
+    more = len(LONG.strip()) - readable._PAGE
+    assert first.endswith(f"\n… [{more:,} more characters: fetch_url({url!r}, start={readable._PAGE}) reads on]")
+    second = fetch(url, start=readable._PAGE)
+    assert second.split('\n\n', 1)[1].startswith(LONG[readable._PAGE:readable._PAGE + 40])
     assert len([s for s in srv.seen if s['path'] == '/long.txt']) == 1   # read on from the page kept
     assert fetch(url, start=10**6) == f'error: the page has {len(LONG.strip()):,} characters; start is past its end'
 
@@ -327,7 +329,7 @@ def test_long_pages_are_read_on_with_start_from_one_fetch(fetch, srv):
 def test_a_huge_page_is_cut_at_2_mb(fetch, srv):
     out, took = timed(fetch, srv.url('/huge'))
     assert out.startswith(f'{srv.url("/huge")} (200, text/plain) [cut at 2 MB]\n\n0123456789abcdef') and took < 5
-    assert f'{2_000_000 - webtools._PAGE:,} more characters' in out
+    assert f'{2_000_000 - readable._PAGE:,} more characters' in out
 
 
 def test_a_trickling_page_stops_at_the_deadline_with_what_arrived(fetch, srv, quick):
@@ -597,7 +599,7 @@ def test_any_url_is_parsed_or_refused_and_nothing_reaches_the_request_line(url):
     scheme, host, port, path, host_header = t
     assert scheme in ('http', 'https') and 0 < port < 65536 and path.startswith('/')
     assert re.fullmatch(r'[!-~]+', path) and re.fullmatch(r'[!-~]+', host_header)   # printable ASCII, no space, CR, LF
-    assert webtools._NAME.fullmatch(host) or ipaddress.ip_address(host)
+    assert _HOST_NAME.fullmatch(host) or ipaddress.ip_address(host)
 
 
 @CORPUS
@@ -696,7 +698,7 @@ def test_the_tools_read_as_python_signatures_with_docments():
 
 @pytest.mark.skipif('web' not in SOURCES or 'pdf' not in SOURCES, reason='web and pdf are not in tools.SOURCES yet')
 def test_web_and_pdf_are_sources_off_by_default(tmp_path):
-    from boopiter_ext.tools import DEFAULT_SELECTION
+    from boopiter_ext.tools.registry import DEFAULT_SELECTION
     assert DEFAULT_SELECTION['web'] is False and DEFAULT_SELECTION['pdf'] is False
     ctx = ToolContext(tmp_path)
     assert 'fetch_url' not in [f.__name__ for f in get_tool_list(None, ctx)]
@@ -705,7 +707,8 @@ def test_web_and_pdf_are_sources_off_by_default(tmp_path):
 
 
 def test_importing_the_module_loads_no_network_or_pdf_library():
-    code = ('import sys; before = set(sys.modules); import boopiter_ext.webtools; '   # new ones only (coverage loads socket)
+    code = ('import sys; before = set(sys.modules); '   # new ones only (coverage loads socket)
+            'import boopiter_ext.tools.web, boopiter_ext.tools.pdf; '
             'print([m for m in ("ssl", "http.client", "socket", "subprocess", "pypdf", "requests") if m in set(sys.modules) - before])')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == '[]'
@@ -713,7 +716,8 @@ def test_importing_the_module_loads_no_network_or_pdf_library():
 
 @pytest.mark.skipif('web' not in SOURCES, reason='web is not in tools.SOURCES yet')
 def test_loading_the_tools_module_does_not_import_webtools():
-    code = 'import sys, boopiter_ext.tools; print("boopiter_ext.webtools" in sys.modules)'
+    code = ('import sys, boopiter_ext.tools.registry; '
+            'print(any(f"boopiter_ext.tools.{m}" in sys.modules for m in ("web", "pdf", "readable")))')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == 'False'
 
@@ -802,8 +806,8 @@ def test_read_pdf_reads_pages_as_text(folder):
 def test_read_pdf_reads_on_with_start(folder):
     first = read(folder)('long.pdf', pages='1-3')
     assert first.startswith('long.pdf: 3 pages\n--- page 1 ---\npage 1 line 0 words')
-    assert first.endswith(f"\n… [more: read_pdf('long.pdf', pages='1-3', start={webtools._PAGE}) reads on]")
-    more = read(folder)('long.pdf', pages='1-3', start=webtools._PAGE)
+    assert first.endswith(f"\n… [more: read_pdf('long.pdf', pages='1-3', start={readable._PAGE}) reads on]")
+    more = read(folder)('long.pdf', pages='1-3', start=readable._PAGE)
     whole = read(folder)('long.pdf', pages='1-3', start=0)
     assert more.split('\n', 1)[1][:60] in whole.split('\n', 1)[1] + more   # continues the text
     assert 'page 3 line 39' in read(folder)('long.pdf', pages='3')
@@ -847,7 +851,7 @@ def test_fifos_are_never_opened(folder):
 
 @needs_pypdf
 def test_files_over_the_size_cap_are_refused_unread(folder, monkeypatch):
-    monkeypatch.setattr(webtools, '_MAX_PDF_BYTES', 1_000_000)
+    monkeypatch.setattr(pdftools, '_MAX_PDF_BYTES', 1_000_000)
     (folder/'big.pdf').write_bytes(b'%PDF-1.4\n' + b'0' * 1_000_000)
     assert read(folder)('big.pdf') == 'error: big.pdf is over 1 MB, too big to read'
 
@@ -856,7 +860,7 @@ def test_without_pypdf_the_tool_says_how_to_install_it(folder, monkeypatch):
     monkeypatch.setitem(sys.modules, 'pypdf', None)   # as if not installed: find_spec answers None
     assert read(folder)('report.pdf') == PDF_HINT
     assert PDF_HINT == "error: reading PDFs needs pypdf, which is not installed: pip install pypdf"
-    assert webtools._pdf_text('x.pdf', [dict(error='no pypdf')], False) == PDF_HINT   # the child's python lacks it
+    assert pdftools._pdf_text('x.pdf', [dict(error='no pypdf')], False) == PDF_HINT   # the child's python lacks it
 
 
 # ---- hostile PDFs: bounded, and the kernel (this process) never pays
@@ -865,13 +869,13 @@ def test_without_pypdf_the_tool_says_how_to_install_it(folder, monkeypatch):
 def test_thousands_of_pages_are_capped(folder):
     (folder/'many.pdf').write_bytes(many_pages_pdf(20_000))
     out, took = timed(read(folder), 'many.pdf', pages='1-20000')
-    assert out.startswith('many.pdf: 20000 pages') and took < webtools._PDF_SECONDS + 2
-    assert out.count('--- page') <= webtools._MAX_PAGES
+    assert out.startswith('many.pdf: 20000 pages') and took < pdftools._PDF_SECONDS + 2
+    assert out.count('--- page') <= pdftools._MAX_PAGES
 
 
 @needs_pypdf
 def test_a_slow_page_is_stopped_at_the_deadline(folder, monkeypatch):
-    monkeypatch.setattr(webtools, '_PDF_SECONDS', 1.5)
+    monkeypatch.setattr(pdftools, '_PDF_SECONDS', 1.5)
     slow = stream(b'BT /F1 11 Tf ' + b'(x) Tj ' * 900_000 + b'ET', deflate=True)   # 6 MB of operators: seconds to read
     (folder/'slow.pdf').write_bytes(tiny_pdf(['a quick first page'], contents=[stream(text_ops('quick')), slow]))
     out, took = timed(read(folder), 'slow.pdf')
@@ -881,21 +885,21 @@ def test_a_slow_page_is_stopped_at_the_deadline(folder, monkeypatch):
 
 
 def test_what_the_child_said_becomes_the_answer():
-    assert webtools._pdf_text('x.pdf', [dict(pages=3), dict(page=1, text='one'), dict(error='PdfReadError: bad')], False) \
+    assert pdftools._pdf_text('x.pdf', [dict(pages=3), dict(page=1, text='one'), dict(error='PdfReadError: bad')], False) \
         == ('x.pdf: 3 pages [page 2 could not be read: PdfReadError: bad]', '--- page 1 ---\none')
-    assert webtools._pdf_text('x.pdf', [dict(error='it is encrypted with a password')], False) == \
+    assert pdftools._pdf_text('x.pdf', [dict(error='it is encrypted with a password')], False) == \
         'error: cannot read x.pdf: it is encrypted with a password'
-    assert webtools._pdf_text('x.pdf', [dict(pages=0)], False) == 'error: x.pdf has no pages'
-    assert webtools._pdf_text('x.pdf', [], True) == 'error: reading x.pdf stopped after 10 s; ask for fewer pages'
+    assert pdftools._pdf_text('x.pdf', [dict(pages=0)], False) == 'error: x.pdf has no pages'
+    assert pdftools._pdf_text('x.pdf', [], True) == 'error: reading x.pdf stopped after 10 s; ask for fewer pages'
 
 
 @needs_pypdf
 def test_a_stream_that_unpacks_past_the_limit_is_refused(folder, monkeypatch):
-    monkeypatch.setattr(webtools, '_PDF_STREAM', 5_000_000)
+    monkeypatch.setattr(pdftools, '_PDF_STREAM', 5_000_000)
     bomb = stream(b' ' * 50_000_000, deflate=True)   # 50 MB of spaces in 50 KB
     (folder/'bomb.pdf').write_bytes(tiny_pdf([], contents=[bomb]))
     out, took = timed(read(folder), 'bomb.pdf')
-    assert took < webtools._PDF_SECONDS + 2 and (out.startswith('error: cannot read bomb.pdf') or 'no text' in out), out
+    assert took < pdftools._PDF_SECONDS + 2 and (out.startswith('error: cannot read bomb.pdf') or 'no text' in out), out
 
 
 @needs_pypdf
@@ -909,7 +913,7 @@ def test_deeply_nested_objects_are_an_error(folder):
     (folder/'deep-content.pdf').write_bytes(tiny_pdf([], contents=[stream(deep)]))
     for name in ('deep.pdf', 'deep-content.pdf'):
         out, took = timed(read(folder), name)
-        assert took < webtools._PDF_SECONDS + 2 and (out.startswith(f'error: cannot read {name}') or 'no text' in out), out
+        assert took < pdftools._PDF_SECONDS + 2 and (out.startswith(f'error: cannot read {name}') or 'no text' in out), out
 
 
 @needs_pypdf

@@ -12,9 +12,10 @@ from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
 import nbformat
-from boopiter_ext.context import Cell
-from boopiter_ext.toolloop import _clip
-from boopiter_ext.tools import file_tools, kernel_tools
+from boopiter_ext.context.build import Cell
+from boopiter_ext.tools.loop import _clip
+from boopiter_ext.tools.files import file_tools
+from boopiter_ext.tools.kernel import kernel_tools
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
@@ -31,13 +32,13 @@ def lic(pkg): return next(str(p.relative_to(SITE)) for p in meta(pkg).rglob('LIC
 
 CALLS = {  # folder: [(tool, *args)]
     REPO: [('read_file', 'README.md', 1, 60), ('read_file', 'README.md', 120, 175), ('read_file', 'pyproject.toml'),
-           ('read_file', 'settings.ini'), ('read_file', 'boopiter_ext/stream.py', 1, 70),
-           ('read_file', 'boopiter_ext/ollama.py', 150, 230), ('read_file', 'bench/listing.py'),
+           ('read_file', 'settings.ini'), ('read_file', 'boopiter_ext/models/stream.py', 1, 70),
+           ('read_file', 'boopiter_ext/models/ollama.py', 150, 230), ('read_file', 'bench/listing.py'),
            ('read_file', 'tests/conftest.py'), ('read_file', 'nbs/01_context.ipynb', 1, 60),
-           ('read_file', 'boopiter_ext/render.py', 1, 80), ('read_file', 'tests/test_stream.py', 1, 60),
+           ('read_file', 'boopiter_ext/render/reply.py', 1, 80), ('read_file', 'tests/test_stream.py', 1, 60),
            ('list_files', 'bench'), ('list_files', 'boopiter_ext', '*.py'), ('list_files', 'tests'),
            ('list_files', '.', '*.ipynb'), ('search_files', 'timeout', 'boopiter_ext'), ('search_files', 'def ', 'bench'),
-           ('search_files', 'System', 'boopiter_ext', 'context.py'), ('search_files', 'call', 'boopiter_ext', 'stream.py'),
+           ('search_files', 'System', 'boopiter_ext', 'build.py'), ('search_files', 'call', 'boopiter_ext', 'stream.py'),
            ('search_files', 'run', 'bench')],
     SITE: [('read_file', md('requests'), 1, 90), ('read_file', md('fastcore')), ('read_file', md('click'), 1, 80),
            ('read_file', md('httpx'), 1, 120), ('read_file', md('jinja2')), ('read_file', md('ollama'), 1, 120),

@@ -1,0 +1,12 @@
+"""The pipeline that answers a prompt: settings, binding, context, model, reuse, the stream, the tool loop (layer 5).
+
+Plain Python that knows nothing of IPython, widgets or the frontend. Modules (imports only from here and the layers
+below):
+
+- assistant.py: `Assistant`: the notebook's settings and binding, and the pipeline that answers a prompt
+- binding.py: the notebook's binding: its mime bundle, what a notebook may set, reading it back
+- replay.py: request digests, saved replies reused, the disk cache, cassettes
+- readiness.py: the model made ready while the kernel is idle: the embedded model warmed on the notebook so far
+- refs.py: references in a prompt: $`name` (a variable's value, summarised) and &`name` (a function as a tool)
+- menu.py: what the brain menu shows, as data: who answers and why, the picks, the models, the options
+"""

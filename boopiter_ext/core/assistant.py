@@ -1,0 +1,573 @@
+"""The in-kernel assistant, as plain Python: the notebook's settings and binding, the models in reach, and the
+pipeline that answers a prompt (model, context, reuse and cassettes, the stream, the tool loop).
+
+It knows nothing of IPython, displays, widgets or the frontend. Its faces give it what it reads and show what it
+returns: the magics (`%%prompt`, `%boop`), the frontend channel, the widget fallback and the bench.
+
+    a = Assistant(recorder, ip.user_ns, notebook=lambda: path)
+    settings = a.settings(dict(model='qwen3:1.7b'))
+    answer = a.answer('Why does the loop print twice?', settings, view=make_view, show=show_raw)
+    answer.reply.answer, answer.blocks       # the reply, and its python blocks the tool loop did not run
+
+`view(route, ledger)` makes the live display of one reply (`waiting`, `update`, `show`, `final`; see `view.py`);
+`show(data, metadata)` shows a tool round or the loop's summary. Faults are `BoopError`s whose message says what to
+do; a partial reply is shown before its fault is raised.
+"""
+
+__all__ = ['Assistant', 'Answer', 'folder']
+
+import logging, threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from .binding import clean_binding, saved_binding, screen_binding, stamp
+from ..context.build import SYSTEM_PROMPT
+from ..errors import BoopError, OllamaUnreachable, ReplyBroken, ReplyInterrupted, ReplyStalled, ReplyTooLong, SettingsError
+from ..models.routes import LOCAL_ID, picked_model
+from ..settings import DEFAULTS, load_settings, short_source
+
+log = logging.getLogger('boopiter_ext')
+
+
+def folder(nb)->Path|None:
+    "The folder files are read from (file tools, image links): the notebook's, else the working one, but never / or ~."
+    root = nb.parent if nb else Path.cwd()
+    return None if root.resolve() in (Path('/'), Path.home().resolve()) else root
+
+
+@dataclass
+class Answer:
+    "What answering a prompt gave: the last reply, and its python blocks that no tool loop ran (for Run buttons)."
+    reply: object
+    blocks: list = field(default_factory=list)
+
+
+def _request_options(route, settings, ledger)->dict:
+    "The options that change a reply, as a request's digest covers them (`replay.request_digest`)."
+    return dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'])
+
+
+class Assistant:
+    "The notebook's settings, binding and models, and the pipeline that answers its prompts."
+    def __init__(self,
+                 cells,                   # What ran: `.cells()` in execution order, `.current` the running cell
+                 namespace:dict,          # The user's namespace: tools are put there, variables read from it
+                 notebook=lambda: None,   # () -> the notebook's file, or None when it is not known
+                 config=lambda: ({}, {})):# () -> (values set with `%config` since loading, values configured at load)
+        self.cells, self.namespace, self.notebook, self.config = cells, namespace, notebook, config
+        self._router = self._catalog = self._tidier = self._tape = None
+        self._binding, self._pushed, self._told, self.stopped = None, {}, set(), False
+        self.shown = None   # the notebook's cells as its frontend shows them (the extension sends them), if it does
+        self.edit = None    # edit(request) -> (ok, message): a change carried out by the frontend (the channel's)
+        self._windows = {}  # model -> the largest context window asked of it in this kernel
+        self._lock = threading.RLock()   # a comm thread and the main one may pick at once
+        self.listeners = []   # listener(binding) after every change of the binding: displays, the channel, the menu
+
+    # -- lifecycle
+    @property
+    def router(self):
+        if self._router is None:
+            from ..models.router import Router
+            self._router = Router()
+        return self._router
+
+    @property
+    def catalog(self):
+        if self._catalog is None:
+            from ..models.catalog import Catalog
+            self._catalog = Catalog(self.router)
+        return self._catalog
+
+    def close(self):
+        "Stop tidying memory, take the pushed tools back, close every HTTP session and the embedded model."
+        with self._lock: self.stopped, tidier = True, self._tidier
+        if tidier is not None: tidier.stop()
+        self._tidier = self._catalog = None
+        self.withdraw()
+        if self._router is not None: self._router.close()
+        self._router = None
+
+    # -- settings and the binding (binding.py): picks saved in this notebook's outputs
+    def _resolve(self, cell, nb, binding):
+        runtime, configured = self.config()
+        configured = {k: v for k,v in configured.items() if v != DEFAULTS[k]}
+        return load_settings(cell=cell, binding=binding, runtime=runtime, config=configured,
+                             start=nb.parent if nb else None)
+
+    def settings(self, cell:dict=None, nb=None):
+        "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
+        binding, screened = (self._binding, []) if self._binding is not None else self._saved_binding(nb)
+        s = self._resolve(cell, nb, binding)
+        reasoning_answers = s['reasoning'] and s['reasoning_model'] and picked_model(s)[0] == s['reasoning_model']
+        if s.source['think'] == 'notebook binding' and not reasoning_answers:   # the menu's effort is the reasoning model's
+            s = self._resolve(cell, nb, {k: v for k,v in binding.items() if k != 'think'})
+        s.screened = screened
+        s.warnings += screened
+        return s
+
+    def _saved_binding(self, nb)->tuple:
+        "(binding, warnings): the binding saved in the notebook file `nb`, without ids a notebook may not choose."
+        saved = saved_binding(nb) if nb else None
+        return screen_binding(saved, self._resolve(None, nb, None)) if saved else ({}, [])
+
+    def binding(self, nb=None)->dict:
+        "The notebook's binding: the picks made in this kernel, else those saved in the notebook file `nb`."
+        return self._binding if self._binding is not None else self._saved_binding(nb)[0]
+
+    @property
+    def picked_here(self)->bool: return self._binding is not None
+
+    def set_binding(self, **changes)->dict:
+        "Change the binding (None removes a pick), tell the listeners, then tidy Ollama's memory; return the binding."
+        with self._lock:   # two picks at once publish in the order they were made
+            old = self.binding(self.notebook())
+            new = clean_binding({**old, **changes})
+            if new != old: new = stamp(new)   # an unchanged pick keeps its time: re-running a cell makes no diff
+            self._binding = new
+            for listener in list(self.listeners): listener(new)
+            picks_changed = any(old.get(k) != new.get(k) for k in ('model', 'reasoning_model'))
+            if picks_changed and not self.stopped and self.settings(nb=self.notebook())['unload_others']:
+                if self._tidier is None:
+                    from ..models.ollama import MemoryTidier
+                    self._tidier = MemoryTidier(self._memory_picks)
+                self._tidier.ask()
+        return new
+
+    def adopt_binding(self, binding)->dict:
+        """Take the binding a frontend holds for this notebook (in its metadata, unsaved picks included) if it was picked
+        after the one that applies now and passes the screen a file's binding passes (else it is ignored whole, as a
+        crafted one must be); return the binding that applies."""
+        from .binding import Binding, newest
+        nb = self.notebook()
+        got, refused = screen_binding(Binding(clean_binding(binding)), self._resolve(None, nb, None)) if binding else ({}, [])
+        mine = self.binding(nb)
+        if got.get('picked_at') and not refused and newest(mine, got) is got and got != mine:
+            with self._lock: self._binding = dict(got)
+            for listener in list(self.listeners): listener(self._binding)
+        elif refused: log.warning('boopiter_ext: the binding in the notebook\'s metadata was ignored: %s', '; '.join(refused))
+        return self.binding(nb)
+
+    def _memory_picks(self)->list:
+        """[(Ollama client, models to keep in memory)]: the standard and reasoning picks stay, on Ollama's host and on
+        each named Ollama endpoint this kernel asked (a shared one loses only models this kernel loaded there)."""
+        from ..errors import OllamaError
+        s = self.settings(nb=self.notebook())
+        try: model = s['model'] or self.router.auto_model(s)[0]   # none picked: the automatic choice stays loaded
+        except OllamaError: return []
+        keep = [model, s['reasoning_model']]
+        return [(c, keep) for c in [self.router.ollama(s), *self.router.endpoint_clients()]]
+
+    def uses_litellm(self)->bool:
+        "Whether a model this notebook is set to use goes through litellm (only cloud ids do; none set: maybe)."
+        from ..models.routes import uses_litellm
+        s = self.settings(nb=self.notebook())
+        models = [m for m in (s['model'], s['reasoning_model']) if m]
+        return not s['model'] or any(uses_litellm(m, s) for m in models)
+
+    def check_model(self, name:str, thinking:bool=False)->str:
+        """Refuse a model Ollama says it does not have (or, for reasoning, one that cannot think); other ids are trusted.
+        Return what to tell about a model that could not be checked (Ollama not reachable now: it is bound anyway)."""
+        from ..errors import OllamaError, OllamaModelNotFound
+        from ..models.routes import is_ollama_id, ollama_name
+        if not is_ollama_id(name): return ''
+        settings = self.settings(nb=self.notebook())
+        if settings['cassette'] == 'replay': return ''   # the cassette answers: what this Ollama has does not matter
+        client = self.router.ollama(settings)
+        try: caps = client.model_info(ollama_name(name))['capabilities']
+        except OllamaModelNotFound: raise
+        except OllamaError as e:   # bind anyway: a prompt will say what is wrong and what to do
+            why = 'is not reachable now' if isinstance(e, OllamaUnreachable) else 'could not be asked now'
+            return f'Bound, but Ollama at {client.where} {why}; the first prompt will say what to do.'
+        if thinking and caps and 'thinking' not in caps:
+            raise SettingsError(f'{name} is not a thinking model (its capabilities: {", ".join(caps)}); pick one that '
+                                'lists `thinking` (`%boop models` shows them).')
+        return ''
+
+    # -- answering
+    def _prepare(self, question, settings, with_context=True, offer=True)->dict:
+        """Everything a prompt sends, decided but not sent: the model and what it says of itself, the effort, the tools
+        (pushed into the namespace when `offer`), the references in the question, the messages and the ledger."""
+        from .refs import prompt_refs
+        nb, router = self.notebook(), self.router
+        model, note = self.answering_model(settings)
+        try: info = self.model_info(model, settings, nb)
+        except BoopError as e:
+            if offer: raise
+            info, note = {}, '; '.join(filter(None, [note, f'what {model} says of itself is not known now ({e})']))
+        effort, effort_note = router.effort(model, settings, info)
+        if effort_note and settings.source['think'] == 'cell option':   # asked for in this cell: a mistake worth a word
+            raise SettingsError(f'{model} is not a thinking model (its capabilities: '
+                                f'{", ".join(info.get("capabilities") or ())}), so `--think` cannot apply; drop it or pick '
+                                'a thinking model with `-m`.', setting='think')
+        refs = prompt_refs(question, self.namespace)
+        offered = self.offer_tools(settings, nb) if offer else self.tool_list(settings, nb)
+        tools = {**offered, **refs.tools}   # a prompt's own &`name` tools are described with its question
+        auto = settings['auto'] and bool(tools)
+        cells = self.cells_above(nb) if with_context else []
+        asked = question + ('\n\n' + refs.text if refs.text else '')
+        msgs, ledger = self.context(asked, settings, info, cells, offered, folder(nb), model=model, grow=offer)
+        told = [n for n in settings.notes if n not in self._told] if offer else []   # a refused setting: said once
+        self._told.update(told)
+        note = '; '.join(filter(None, [note, effort_note, *settings.screened, *refs.notes, *told]))
+        source = picked_model(settings)[1]
+        route = dict(router.describe(model, settings), note=note, picked_by=short_source(source), effort=effort,
+                     cell_id=getattr(self.cells.current, 'cell_id', None),
+                     reasoning_model=bool(settings['reasoning'] and settings['reasoning_model'] and source != 'cell option'),
+                     model_info={k: info[k] for k in ('capabilities', 'context_length', 'vision') if info.get(k) is not None})
+        return dict(model=model, info=info, tools=tools, auto=auto, msgs=msgs, ledger=ledger, route=route)
+
+    def answer(self,
+               question:str,          # The prompt's question
+               settings,              # `settings(cell options)`
+               view,                  # view(route, ledger) -> the live display of one reply
+               show=None,             # show(data, metadata): a tool round, the tool loop's summary
+               with_context:bool=True,# Send the notebook above the prompt
+               confirm=None,          # confirm(name, args) -> bool|None, before a side effect runs
+              )->Answer:
+        "Resolve the model, offer the tools, build the context, and stream the reply (or run the tool loop)."
+        p = self._prepare(question, settings, with_context)
+        model, info, route, ledger, tools = p['model'], p['info'], p['route'], p['ledger'], p['tools']
+        if p['auto']: reply = self._tool_loop(question, model, p['msgs'], settings, info, route, ledger, tools, view, show, confirm)
+        else: reply = self._stream(model, p['msgs'], settings, info, route, ledger, view)
+        return Answer(reply, self._unrun_blocks(reply, tools))
+
+    def preview(self,
+                question:str,          # The prompt's question
+                settings,              # `settings(cell options)`
+                with_context:bool=True,# The notebook above the prompt too
+               )->dict:                # What would be sent (see `render.preview_bundle`): nothing is
+        "Exactly what answering would send, and to which model, sending nothing: messages, ledger, tokens, images, tools."
+        import inspect
+        def signature(fn):
+            try: return f'{fn.__name__}{inspect.signature(fn)}'
+            except (TypeError, ValueError): return f'{fn.__name__}(...)'
+        from .replay import request_digest
+        p = self._prepare(question, settings, with_context, offer=False)
+        ledger, route = p['ledger'], p['route']
+        options = _request_options(route, settings, ledger)
+        if settings['cassette'] == 'replay': kind, found = 'replay', None
+        elif p['auto']: kind, found = None, None   # its tool loop asks the model again after a first round anyway
+        else: kind, found = self.reusable(request_digest(p['model'], p['msgs'], options), p['model'], p['msgs'], options,
+                                          settings, route)
+        by = found[0]['metadata']['boopiter'].get('model') if kind == 'kept' else None
+        return dict(model=p['model'], route=route, window=ledger['window'], tokens=ledger['tokens'],
+                    reserve=ledger['reserve'], ledger=ledger, messages=p['msgs'], auto=p['auto'],
+                    tools=[signature(fn) for fn in p['tools'].values()], reuse=kind, kept_from=by)
+
+    @staticmethod
+    def _unrun_blocks(reply, tools)->list:
+        "The reply's python blocks that the tool loop did not run: what the user may run, on their click."
+        from ..tools.blocks import python_blocks
+        from ..tools.loop import tool_blocks
+        ran = {b for b,_ in tool_blocks(reply, tools)} if reply.info.get('tool_loop') else set()
+        return [b for b in python_blocks(reply.answer) if b not in ran]
+
+    # -- tools (tools/: registry.py, guards.py, loop.py)
+    def tool_list(self, settings, nb)->dict:
+        "The selected tools by name; the file tools only where there is a folder to confine them to."
+        from ..tools.registry import DEFAULT_SELECTION, ToolContext, get_tool_list, parse_selection
+        root, selection = folder(nb), parse_selection(settings['tools'])
+        if root is None: selection = {**(selection or DEFAULT_SELECTION), 'files': False, 'pdf': False}   # not the disk
+        from ..context.build import HIDE_TAG
+        def shown(cells): return [c for c in cells if HIDE_TAG not in c.tags]   # a hidden cell reaches no tool either
+        ctx = ToolContext(root=root or Path.cwd(), namespace=self.namespace, cells=lambda: shown(self.cells_above(nb)),
+                          notebook=lambda: shown(self.notebook_cells(nb)), edit=self.edit, settings=settings)
+        return {fn.__name__: fn for fn in get_tool_list(selection, ctx)}
+
+    def withdraw(self, keep=()):
+        "Take the tools this assistant pushed out of the user namespace (but `keep`, and any name the user reassigned)."
+        ns = self.namespace
+        for name,fn in self._pushed.items():
+            if name not in keep and ns.get(name) is fn: del ns[name]
+        self._pushed = {}
+
+    def offer_tools(self, settings, nb)->dict:
+        "The selected tools by name, pushed into the user namespace (and deselected ones taken out)."
+        from ..tools.kernel import is_tool
+        ns, offered = self.namespace, {}
+        for name,fn in self.tool_list(settings, nb).items():
+            if name not in ns or ns[name] is fn or is_tool(ns[name]): offered[name] = fn
+            else: log.warning('boopiter_ext: tool %s not offered: your variable of that name stays', name)
+        self.withdraw(keep=offered)
+        ns.update(offered)
+        self._pushed = offered
+        return offered
+
+    def _tool_loop(self, question, model, msgs, settings, info, route, ledger, tools, view, show, confirm):
+        "Auto mode: each reply streams into its own display, each round's calls are shown, then how the loop ended."
+        from ..context.build import context_window, estimate_tokens
+        from ..context.messages import msg_text
+        from ..render.reply import loop_bundle, round_bundle
+        from ..tools.loop import run_tool_loop
+        from ..tools.kernel import user_variables
+        def tokens(messages): return sum(estimate_tokens(msg_text(m)) for m in messages)
+        def fits(messages): return tokens(messages) + ledger['reserve'] <= ledger['cap']
+        last = {}   # the round's reply and its display: once its calls ran, the display says which blocks ran
+        def shown(route, ledger):
+            last['view'] = view(route, ledger)
+            return last['view']
+        def ask(messages):   # each round sized to its conversation, which grows with the tools' results
+            window = self.window(model, tokens(messages) + ledger['reserve'], info, settings)
+            last['reply'] = self._stream(model, messages, settings, info, route, {**ledger, 'window': window}, shown,
+                                         raise_interrupt=False)
+            return last['reply']
+        def on_round(rnd, steps):
+            if (ran := list(dict.fromkeys(s.block for s in steps if s.ran and s.block))) and 'view' in last:
+                last['reply'].info['ran_blocks'] = ran   # the frontend offers no "Insert and run" for what ran
+                last['view'].refresh(last['reply'])
+            if show is not None: show(*round_bundle(rnd, steps))
+        result = run_tool_loop(ask, msgs, tools, question, namespace=user_variables(self.namespace),
+                               max_rounds=settings['max_rounds'], lenient=settings['lenient'], confirm=confirm,
+                               fits=fits, on_round=on_round)
+        if show is not None: show(*loop_bundle(result))
+        if result.error is not None: raise result.error
+        if result.stop == 'cancelled':
+            ran = [s.source for s in result.steps if s.ran]
+            raise ReplyInterrupted('Interrupted: the tool loop stopped' + (f'; these calls had already run and keep '
+                                   f'their effects: {", ".join(ran)}.' if ran else '; no tool had run.'))
+        result.reply.info['tool_loop'] = result.stop
+        return result.reply
+
+    # -- context (context/: build.py, nbfile.py)
+    def layout(self, nb)->list|None:
+        "The notebook's cells in order: as its frontend shows them (with their saved outputs), else as its file holds them."
+        from ..context.nbfile import saved_cells, shown_cells
+        saved = saved_cells(nb) if nb else None
+        return saved if self.shown is None else shown_cells(self.shown, saved)
+
+    def notebook_cells(self, nb)->list:
+        "Every cell of the notebook, in its order: as it ran in this kernel, else as the notebook holds it."
+        from ..context.build import order_cells
+        return order_cells(self.cells.cells(), self.layout(nb))
+
+    def cells_above(self, nb):
+        "The notebook above the running prompt: cells as they ran here, else as the notebook holds them, in its order."
+        from ..context.build import order_cells
+        return order_cells(self.cells.cells(), self.layout(nb), self.cells.current)
+
+    def window(self, model, needed, info, settings, grow=True)->int:
+        """The context window to ask `model` for: sized to `needed` in steps, capped by the model, and never smaller than
+        one this kernel asked it for before (Ollama reloads a model whose `num_ctx` changes, losing its cache)."""
+        from ..context.build import context_window
+        w = context_window(needed, info.get('context_length'), settings['context_size'], floor=self._windows.get(model, 4096))
+        if grow and not settings['context_size']: self._windows[model] = max(w, self._windows.get(model, 0))
+        return w
+
+    def context(self, question, settings, info, cells, tools=None, root=None, model='', grow=True)->tuple:
+        "(messages, ledger): `cells` and the question, budgeted to the model's window, which goes in the ledger."
+        from ..context.build import build_context
+        from ..tools.registry import tools_system_prompt
+        model_max, requested = info.get('context_length'), settings['context_size']
+        cap = min(filter(None, (requested, model_max))) if requested or model_max else 8192
+        reserve = settings['max_tokens'] or min(1024, cap // 4)  # room left for the reply
+        system = '\n\n'.join(p for p in (SYSTEM_PROMPT, settings['system_prompt'],
+                                         tools_system_prompt(list((tools or {}).values()))) if p)
+        msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],
+                                     vision=bool(info.get('vision')), root=root and root.resolve(),
+                                     max_images=settings['max_images'], max_side=settings['image_size'])
+        ledger['window'] = window = self.window(model, ledger['tokens'] + reserve, info, settings, grow)
+        ledger['cap'], ledger['reserve'] = cap, reserve
+        if ledger['tokens'] > window:   # Ollama would cut the start of the prompt without a word
+            ledger['warning'] = (f'The prompt (~{ledger["tokens"]:,} tokens) is longer than the {window:,}-token context '
+                                 'window, so the model sees only part of it. Shorten the question, or raise `context_size`'
+                                 + (f' (this model takes up to {model_max:,}).' if model_max and model_max > window else '.'))
+        return msgs, ledger
+
+    # -- one reply: replayed, reused or asked (replay.py, stream.py)
+    def _stream(self, model, msgs, settings, info, route, ledger, view, raise_interrupt=True):
+        """Show the reply to `msgs` in one display and return it: replayed from the cassette, reused from a saved reply
+        to the same request, or streamed from the model (recorded when recording). Faults keep the partial reply
+        and end as one-paragraph errors; with `raise_interrupt=False` an interrupted reply is returned (marked)."""
+        from .replay import request_digest
+        from ..models.stream import Reply
+        options = _request_options(route, settings, ledger)
+        digest, mode = request_digest(model, msgs, options), settings['cassette']
+        route = {**route, 'digest': digest}
+        shown = view(route, ledger)
+        if mode == 'replay':
+            reply = Reply.restore(model, self.cassette(settings).reply(digest, model))
+            self._record(shown.final(reply))
+            return reply
+        kind, found = self.reusable(digest, model, msgs, options, settings, route)
+        if kind == 'saved':
+            from ..render.reply import reply_bundle
+            from .replay import saved_snapshot
+            reply = Reply.restore(model, saved_snapshot(found))   # drawn again by the renderer: a file's HTML never is
+            self._record(shown.show(*reply_bundle(reply, {**route, 'reused': True}, ledger)))
+            return reply
+        if kind == 'kept': return self._keep(*found, model, settings, route, ledger, shown)
+        reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt)
+        if reply.status == 'done':
+            if mode == 'record':
+                self.cassette(settings, recording=True).add(digest, model, options, reply.snapshot(), route.get('model_info'))
+            if settings['cache_dir']:
+                from .replay import DiskCache
+                DiskCache(settings['cache_dir']).put(digest, output)
+        return reply
+
+    def _record(self, output):
+        "Record a reply output shown in the running cell (the next prompt's context reads it); return it."
+        if self.cells.current is not None: self.cells.current.outputs.append(output)
+        return output
+
+    def _ask(self, model, msgs, settings, info, view, raise_interrupt=True)->tuple:
+        "(reply, output): the model's reply streamed into `view`; faults keep the partial reply and raise one paragraph."
+        from ..models.stream import Reply, pump
+        current = self.cells.current
+        view.waiting(model, 'starting the embedded model' if model.startswith('local/') and not self.router.local.url else '')
+        reply, events, err = Reply(model), None, None
+        try:
+            meta = dict(notebook=str(self.notebook() or ''), cell_id=getattr(current, 'cell_id', None))
+            events = self.router.chat(model, msgs, settings, info, num_ctx=view.ledger['window'], meta=meta)
+            view.route.update(self.router.describe(model, settings))   # the embedded model's address is known once started
+            pump(events, reply, view.update, view.interval, limit=settings['max_reply'])
+            reply.finish('done')
+        except KeyboardInterrupt:
+            reply.finish('interrupted')
+            err = ReplyInterrupted(f'Interrupted after {reply.chunks:,} tokens; the partial reply is kept above.'
+                                   if reply.chunks else 'Interrupted before the model answered.')
+        except BoopError as e:
+            reply.finish({ReplyBroken: 'broken', ReplyStalled: 'stalled', ReplyTooLong: 'too long'}.get(type(e), 'error'))
+            err = e
+        finally:
+            if events is not None: events.close()   # hangs up if the stream is still open
+            if reply.status == 'streaming': reply.finish('error')   # a bug escaped: keep what arrived anyway
+            output = self._record(view.final(reply))
+        if err is not None and (raise_interrupt or not isinstance(err, ReplyInterrupted)):
+            if reply.chunks and not isinstance(err, (ReplyInterrupted, ReplyTooLong)):
+                err.args = (f'{err} The partial reply is kept above.',)
+            raise err
+        return reply, output
+
+    def reusable(self, digest, model, msgs, options, settings, route)->tuple:
+        """(kind, output) of a saved reply the request would show instead of asking: ('saved', output) to exactly this
+        request; ('kept', (output, digest)) that another model wrote (`kept_reply`); (None, None): the model is asked."""
+        if not settings['reuse'] or settings['cassette'] == 'record': return None, None
+        if (saved := self.saved_reply(digest, settings)) is not None: return 'saved', saved
+        if route.get('picked_by') != 'cell option' and (kept := self.kept_reply(model, msgs, options)) is not None:
+            return 'kept', kept   # not with `-m`: that model is asked on purpose
+        return None, None
+
+    def saved_reply(self, digest, settings)->dict|None:
+        "A finished reply to this exact request: shown in this kernel, saved in the notebook, or in `cache_dir`."
+        from ..context.nbfile import saved_cells
+        from .replay import DiskCache, find_saved_reply
+        nb = self.notebook()
+        found = find_saved_reply(digest, self.cells.cells(), saved_cells(nb) if nb else None,
+                                 cell_id=getattr(self.cells.current, 'cell_id', None))
+        if found is None and settings['cache_dir']: found = DiskCache(settings['cache_dir']).get(digest)
+        return found
+
+    def kept_reply(self, model, msgs, options)->tuple|None:
+        """(output, digest): a saved reply of the asking prompt cell (its own outputs, else those of a cell asking the
+        same question) that another model wrote to exactly these messages: only the model differs."""
+        from ..context.build import prompt_text
+        from ..context.nbfile import saved_cells
+        from .replay import find_kept_reply
+        current, nb = self.cells.current, self.notebook()
+        if current is None: return None
+        cells = [*self.cells.cells(), *((saved_cells(nb) or []) if nb else [])]   # this kernel's first, then the file's
+        question = prompt_text(current.source)
+        def own(c): return bool(current.cell_id) and c.cell_id == current.cell_id
+        same = [c for c in cells if not own(c) and c.kind == 'prompt' and prompt_text(c.source) == question]
+        return find_kept_reply(model, msgs, options, [c for c in cells if own(c)] + same)
+
+    def _keep(self, output, digest, model, settings, route, ledger, shown):
+        "Show a kept reply (`kept_reply`) through the renderer, marked: answered by its model, not `model`; return it."
+        from ..render.reply import reply_bundle
+        from .replay import clean_model_info, saved_snapshot
+        from ..models.stream import Reply
+        md, by = output['metadata']['boopiter'], output['metadata']['boopiter'].get('model_source')
+        by = by if isinstance(by, str) and len(by) <= 100 else None
+        info = clean_model_info(md['model_info']) if isinstance(md.get('model_info'), dict) else None
+        reply = Reply.restore(md['model'], saved_snapshot(output))   # drawn by the renderer: a file's HTML never is
+        kept_route = {**route, **self.router.describe(md['model'], settings), 'kept': model,
+                      'digest': digest, 'picked_by': by, 'effort': md.get('effort'), 'note': '',
+                      'reasoning_model': bool(md.get('reasoning_model')),
+                      'model_info': {k: v for k,v in (info or {}).items() if v is not None}}
+        window = (md.get('context') or {}).get('window')
+        self._record(shown.show(*reply_bundle(reply, kept_route, {**ledger, 'window': window} if window else ledger)))
+        return reply
+
+    def cassette(self, settings, recording=False):
+        "The cassette; one being replayed is read once, and again only when its file changes."
+        from .replay import Cassette, cassette_path
+        path = cassette_path(self.notebook(), settings['cassette_file'])
+        if recording: return Cassette(path, recording)   # `add` reloads it under its lock anyway
+        try: key = path, path.stat().st_mtime_ns, path.stat().st_size
+        except OSError: key = None
+        if key is None or self._tape is None or self._tape[0] != key: self._tape = key, Cassette(path)
+        return self._tape[1]
+
+    def answering_model(self, settings)->tuple:
+        "(model, note): the picked model, else `Router.resolve`'s; replaying with none picked, the one that was recorded."
+        from .binding import may_choose
+        if settings['cassette'] == 'replay' and not picked_model(settings)[0]:
+            if (auto := self.cassette(settings).auto_model): return auto, 'the model that answered when recording'
+        model, note = self.router.resolve(settings)
+        if model == LOCAL_ID and note:   # Ollama is out of reach: the model that answered before keeps its saved replies
+            from ..context.nbfile import saved_cells
+            from .replay import saved_auto_model
+            nb = self.notebook()
+            before = saved_auto_model(self.cells.cells(), saved_cells(nb) if nb else None)
+            if before not in (None, LOCAL_ID) and may_choose(before, settings):   # a notebook may not pick a provider
+                return before, (f'{note.partition(",")[0]}; {before} answered these prompts before, so its saved replies '
+                                'are shown again (a changed prompt needs it running)')
+        if note and settings['cassette'] == 'record':
+            cassette = self.cassette(settings, recording=True)
+            cassette.auto_model = model
+            cassette.save()
+        return model, note
+
+    def model_info(self, model, settings, nb)->dict:
+        "What the model says of itself; replaying, what it said when recorded; offline, what a saved reply noted."
+        from ..context.nbfile import saved_cells
+        from .replay import saved_model_info
+        if settings['cassette'] == 'replay' and (info := self.cassette(settings).models.get(model)) is not None: return info
+        try: return self.router.model_info(model, settings)
+        except BoopError:
+            if (info := saved_model_info(model, self.cells.cells(), saved_cells(nb) if nb else None)) is None: raise
+            return info
+
+    # -- what faces show of it
+    def status(self, nb=None)->tuple:
+        "(rows, warnings) for `%boop status`: the model and endpoint, tools, context, binding, notebook, and settings set."
+        from .binding import binding_text
+        from ..settings import public_url
+        from .replay import cassette_path
+        s = self.settings(nb=nb)
+        model_line, endpoint, info, problem = '', '-', {}, []
+        replaying = s['cassette'] == 'replay'
+        try:
+            model, note = self.answering_model(s) if replaying else self.router.resolve(s)   # who answers a new prompt
+            model_line = f'auto → {model} ({note})' if note else f'{model} (from {picked_model(s)[1]})'
+            if s['reasoning'] and s['reasoning_model'] == model: model_line += ', the reasoning model'
+            if replaying: endpoint = 'none: the cassette answers, and no model is asked'
+            else:
+                route = self.router.describe(model, s)
+                endpoint = (f'{route["name"]} at {route["endpoint"]}' if route['endpoint'] else route['name']
+                            + (', started by the first prompt that uses it' if model == LOCAL_ID else ''))
+                info = self.router.model_info(model, s)
+        except BoopError as e:
+            if model_line: problem = [str(e)]   # the model is known, what it says of itself is not
+            else: model_line = f'none: {e}'
+        ctx = f'{s["context_size"]:,} tokens ({s.source["context_size"]})' if s['context_size'] else 'auto (sized to each prompt'
+        if not s['context_size']: ctx += f', up to {info["context_length"]:,} tokens)' if info.get('context_length') else ')'
+        tools = self.tool_list(s, nb)
+        tools = f'{", ".join(tools) or "none"} ({"auto-run" if s["auto"] else "run on your click"})'
+        binding = self.binding(nb)
+        rows = dict(model=model_line, endpoint=endpoint, tools=tools, context=ctx,
+                    binding=binding_text(binding).partition(' · ')[2]
+                            + (' · as saved in the notebook' if binding and self._binding is None and nb else ''),
+                    notebook=str(nb) if nb else 'unknown (cells in execution order; set BOOPITER_NOTEBOOK for headless runs)',
+                    cells=f'{len(self.cells.cells())} recorded')
+        if s['cassette'] in ('record', 'replay'):
+            name = cassette_path(nb, s['cassette_file']).name
+            rows['cassette'] = f'replaying {name}' if replaying else f'recording every model turn to {name}'
+        rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')
+                     if s.source[k] != 'default'})
+        runtime, _ = self.config()
+        outranked = [f'`%config BoopMagics.{k}` is outranked by the notebook\'s binding ({k} = {s[k]}); '
+                     f'`%boop model --clear` or the menu changes it' for k in sorted(runtime)
+                     if s.source[k] == 'notebook binding' and runtime[k] != s[k]]
+        warnings = s.warnings + problem + outranked
+        return rows, warnings

@@ -1,0 +1,67 @@
+"""What the brain menu shows, as plain data: the one answer both menus render (the frontend's toolbar menu and the
+ipywidgets fallback), so they can never disagree on which model answers and why.
+
+    state = menu_state(settings, listing, offered=['list_files', ...])
+    state['answering']   # {'model': 'qwen3:1.7b', 'why': 'notebook binding', 'context_length': 40960, ...}
+
+The shape is the frontend's `MenuState` (js/src/protocol/messages.ts); every value is JSON.
+"""
+
+__all__ = ['KEEP_ALIVE', 'CONTEXT_SIZES', 'EFFORTS', 'answering', 'menu_state', 'size_label']
+
+from ..models.routes import LOCAL_ID, picked_model
+from ..settings import short_source
+
+KEEP_ALIVE = [('default', ''), ('unload after each reply', '0'), ('1 min', '1'), ('5 min', '5'),
+              ('15 min', '15'), ('1 hour', '60'), ('forever', '-1')]
+CONTEXT_SIZES = [2048, 4096, 8192, 16384, 32768, 65536, 131072]
+EFFORTS = [('auto', ''), ('L', 'l'), ('M', 'm'), ('H', 'h')]
+
+
+def size_label(n:int)->str: return 'auto' if not n else f'{n // 1024}k' if n % 1024 == 0 else f'{n:,}'
+
+
+def answering(
+    settings,  # Resolved settings
+    listing,   # The catalog's last `Listing`
+)->dict:       # {model, why, auto, context_length?, size?, reasoning}
+    """The model that will answer the next prompt and why: a pick, else Ollama's automatic choice (`auto` is True and
+    `why` says `auto: why this one`), else the tiny embedded one."""
+    model, source = picked_model(settings)
+    why = short_source(source)
+    if not model:
+        online = listing.auto is not None   # set when Ollama answered the last listing
+        auto = listing.auto or ('', 'Ollama is not reachable')
+        model = auto[0] or (LOCAL_ID if listing.get(LOCAL_ID) else '')
+        why = (f'auto: {auto[1]}' if model and model == auto[0] else
+               f'auto: {auto[1]}, so the tiny embedded model' if model else auto[1] if online else 'no model in reach')
+    entry = listing.get(model) if model else None
+    reasoning = bool(settings['reasoning'] and settings['reasoning_model'] and model == settings['reasoning_model'])
+    out = dict(model=model, why=why, auto=not source, reasoning=reasoning)
+    if entry and entry.context_length: out['context_length'] = entry.context_length
+    if entry and entry.size: out['size'] = entry.size
+    return out
+
+
+def _entry(e)->dict:
+    d = dict(id=e.id, label=e.name, source=e.source, capabilities=list(e.capabilities))   # badges are the menu's
+    d.update({k: v for k,v in dict(size=e.size, context_length=e.context_length, offline=e.offline, note=e.note).items() if v})
+    return d
+
+
+def menu_state(
+    settings,        # Resolved settings
+    listing,         # The catalog's last `Listing`
+    offered=(),      # Names of the tools offered now
+)->dict:             # The frontend's `MenuState`
+    "Everything the brain menu shows: who answers and why, the current picks, every model in reach, the options."
+    from ..tools.registry import DEFAULT_SELECTION, SOURCES, parse_selection
+    chosen = parse_selection(settings['tools']) or DEFAULT_SELECTION
+    picks = {k: settings[k] for k in ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size',
+                                      'tools', 'auto', 'reuse')}
+    return dict(answering=answering(settings, listing), settings=picks, models=[_entry(e) for e in listing.entries],
+                problems=dict(listing.problems), offered_tools=list(offered),
+                options=dict(keep_alive=[list(kv) for kv in KEEP_ALIVE], context_sizes=CONTEXT_SIZES,
+                             efforts=[list(kv) for kv in EFFORTS],
+                             tool_sources=[dict(name=n, description=doc, on=bool(chosen.get(n)))
+                                           for n,(_, _, doc) in SOURCES.items()]))

@@ -1,0 +1,190 @@
+"""The frontend's channel: the comm through which the JupyterLab / Notebook 7 extension (js/) and the kernel talk.
+
+The kernel stays the brain: the extension shows what the `state` says and sends what the user picks. One comm
+target, `boopiter`, in both directions; JSON messages with a `type` (js/src/protocol/messages.ts mirrors this):
+
+    frontend -> kernel   {type: 'hello', version: 1, binding, cells}   on every connection (the comm's open data): the
+                                                                  binding the notebook's metadata holds (unsaved too),
+                                                                  and its cells (see `notebook`)
+                         {type: 'notebook', cells: [{id, cell_type, source, tags}]}   the notebook as it shows it,
+                                                                  unsaved edits included: on changes, and before a
+                                                                  prompt cell runs
+                         {type: 'refresh'}                        list the models again
+                         {type: 'pick', changes: {model: ...}}    a null value removes that pick
+                         {type: 'preview', id, source}            a prompt cell's dry run: what it would send
+                         {type: 'edit_result', id, ok, message}   what the notebook did with an `edit`
+    kernel -> frontend   {type: 'state', version: 1, state}       `menu.menu_state`: after hello, picks, refresh
+                         {type: 'binding', binding}               after every change: the extension saves it in
+                                                                  `metadata.boopiter.binding`
+                         {type: 'preview', id, markdown, text}    the dry run (Markdown to render untrusted)
+                         {type: 'edit', id, op: 'add'|'edit', ...} a change the model's notebook tools ask for,
+                                                                  confirmed already: `add` {after, source, cell_type},
+                                                                  `edit` {cell, source, expect}: refused unless the
+                                                                  cell's text is still `expect`; undoable
+                         {type: 'error', message}                 one line, for the menu to show
+
+The kernel registers the target when the extension loads (so a frontend opens a comm on every page load, kernel
+restart or reconnection), and opens one itself with `{type: 'announce', version: 1}` (so a frontend connected before
+`%load_ext` learns of it at once, and says hello on it). That hello waits for the comm's subshell, so a prompt cell
+queued right behind `%load_ext` (Run All) could run before it: the frontend therefore also opens a comm with a hello
+on the main shell as it schedules a prompt while no hello was answered, which the kernel reads right before the
+prompt. Once the kernel answers on that comm, the frontend keeps it and closes the announced one.
+Messages from the frontend may arrive on a comm subshell's thread while a cell runs; handling never raises: a
+failure goes back as an `error` message and to the log.
+"""
+
+__all__ = ['Channel', 'TARGET', 'VERSION']
+
+import logging, threading, uuid
+from ..core.binding import BINDING_KEYS
+
+TARGET, VERSION = 'boopiter', 1
+log = logging.getLogger('boopiter_ext')
+
+
+class Channel:
+    "The comms of every frontend showing this notebook (two browser tabs are two), kept in step with the assistant."
+    def __init__(self,
+                 assistant,            # The `assistant.Assistant` the frontend shows and steers
+                 on_pick=lambda: None, # Called after a pick, on the handling thread (the widget menu redraws)
+                 preview=None):        # preview(source) -> (data, metadata): a prompt cell's dry run
+        self.assistant, self.on_pick, self.preview, self.comms, self._lock = assistant, on_pick, preview, {}, threading.Lock()
+        self.hello = threading.Event()   # set once a frontend has said hello: then there is a menu in its toolbar
+        self._edits, self._last = {}, None   # edit id -> [event, result]; the comm that said hello last
+
+    @property
+    def connected(self)->bool: return self.hello.is_set() and bool(self.comms)
+
+    def register(self):
+        "Take comms the frontend opens, announce this kernel to a frontend already connected, and follow the binding."
+        from comm import create_comm, get_comm_manager
+        get_comm_manager().register_target(TARGET, self._opened)
+        self.assistant.listeners.append(self._binding_changed)
+        try: self._add(create_comm(target_name=TARGET, data=dict(type='announce', version=VERSION)))   # cheap: no state
+        except Exception: log.debug('boopiter_ext: no frontend took the announcement', exc_info=True)
+
+    def unregister(self):
+        "Undo `register`: no target, no listener, every comm closed."
+        from comm import get_comm_manager
+        manager = get_comm_manager()
+        if manager.targets.get(TARGET) == self._opened: manager.unregister_target(TARGET, self._opened)
+        if self._binding_changed in self.assistant.listeners: self.assistant.listeners.remove(self._binding_changed)
+        with self._lock: comms, self.comms = list(self.comms.values()), {}
+        for c in comms:
+            try: c.close()
+            except Exception: pass
+        self.hello.clear()
+
+    def _add(self, comm):
+        with self._lock: self.comms[comm.comm_id] = comm
+        # messages from the frontend go where it sent them (JupyterLab's comm subshell), not to the shell that last
+        # published on this comm: an edit's result must arrive while the prompt that asked for it still runs
+        if hasattr(comm, '_reply_subshell_for'): comm._reply_subshell_for = lambda data, default: default
+        comm.on_msg(lambda msg: self._handle(comm, msg['content']['data']))
+        comm.on_close(lambda msg: self._closed(comm))
+
+    def _closed(self, comm):
+        with self._lock:
+            self.comms.pop(comm.comm_id, None)
+            # a frontend keeps one comm of two that said hello (its knock, see the module docstring): edits go to the other
+            if self._last is comm: self._last = next(reversed(self.comms.values()), None)
+        if not self.comms:   # no frontend shows the notebook now
+            self.hello.clear()
+            self.assistant.shown = None
+
+    def _opened(self, comm, msg):
+        self._add(comm)
+        self._handle(comm, msg['content'].get('data') or {})
+
+    # -- from the frontend
+    def _handle(self, comm, data):
+        "Answer one message; a bad one or a failure is an `error` message, never an exception in the kernel."
+        try:
+            kind = data.get('type') if isinstance(data, dict) else None
+            if kind in ('hello', 'notebook') and 'cells' in data: self.assistant.shown = data['cells']   # checked on use
+            if kind == 'notebook': return
+            if kind == 'edit_result': return self._edited(data)
+            if kind == 'hello':
+                self.hello.set()
+                self._last = comm
+                binding = data.get('binding')
+                self.assistant.adopt_binding(binding if isinstance(binding, dict) else None)
+                if not self.assistant.catalog.last.entries: self._refresh()
+                self._send(comm, self._state_msg())
+                self._send(comm, self._binding_msg())
+            elif kind == 'preview' and self.preview is not None and isinstance(data.get('source'), str):
+                try: body, _ = self.preview(data['source'])
+                except Exception as e: body = {'text/markdown': f'*{type(e).__name__}*', 'text/plain': str(e)}
+                self._send(comm, dict(type='preview', id=data.get('id'), markdown=body['text/markdown'], text=body['text/plain']))
+            elif kind == 'refresh':
+                self._refresh()
+                self.broadcast(self._state_msg())
+            elif kind == 'pick':
+                changes = data.get('changes')
+                if not isinstance(changes, dict) or not changes or set(changes) - set(BINDING_KEYS):
+                    return self._send(comm, dict(type='error', message=f'A pick names only {", ".join(BINDING_KEYS)}.'))
+                self.assistant.set_binding(**changes)   # the listener sends the binding and the state to every frontend
+                self.on_pick()
+            else: self._send(comm, dict(type='error', message=f'Unknown message {kind!r} for the boopiter kernel.'))
+        except Exception as e:
+            log.warning('boopiter_ext: a message from the frontend failed', exc_info=True)
+            self._send(comm, dict(type='error', message=str(e) or type(e).__name__))
+
+    def _refresh(self):
+        a = self.assistant
+        a.catalog.refresh(a.settings(nb=a.notebook()))
+
+    # -- the notebook's changes, carried out by the frontend
+    def edit(self,
+             request:dict,         # `op` ('add' or 'edit') and its fields (see the protocol above)
+             timeout:float=20.0,   # Seconds to wait for the notebook to say what it did
+            )->tuple|None:         # (ok, message for the model); None when no frontend is there to do it
+        "Ask the frontend to change the notebook, and wait for what it did; its Undo reverts it."
+        comm = self._last if self._last is not None and self._last.comm_id in self.comms else None
+        if comm is None or not self.connected: return None
+        rid, done = uuid.uuid4().hex, threading.Event()
+        self._edits[rid] = [done, None]
+        self._send(comm, dict(request, type='edit', id=rid))
+        try:
+            if not done.wait(timeout):
+                return False, (f'the notebook did not say within {timeout:g} s whether it made the change; look at the '
+                               'notebook before trying again')
+            result = self._edits[rid][1]
+        finally: self._edits.pop(rid, None)
+        return bool(result.get('ok')), str(result.get('message') or ('done' if result.get('ok') else 'refused'))[:500]
+
+    def _edited(self, data):
+        pending = self._edits.get(data.get('id'))
+        if pending is not None:
+            pending[1] = data
+            pending[0].set()
+
+    # -- to the frontend
+    def state(self)->dict:
+        "The brain menu's state now (`menu.menu_state`)."
+        from ..core.menu import menu_state
+        a = self.assistant
+        nb = a.notebook()
+        s = a.settings(nb=nb)
+        return menu_state(s, a.catalog.current(s), offered=list(a.tool_list(s, nb)))
+
+    def _state_msg(self): return dict(type='state', version=VERSION, state=self.state())
+    def _binding_msg(self): return dict(type='binding', binding=self.assistant.binding(self.assistant.notebook()))
+
+    def _binding_changed(self, binding):
+        self.broadcast(dict(type='binding', binding=binding))
+        self.broadcast(self._state_msg())
+
+    def _send(self, comm, msg):
+        try: comm.send(msg)
+        except Exception: log.debug('boopiter_ext: a frontend went away', exc_info=True)
+
+    def broadcast(self, msg:dict):
+        "Send `msg` to every frontend showing this notebook."
+        if not self.comms: return
+        with self._lock: comms = list(self.comms.values())
+        for c in comms: self._send(c, msg)
+
+    def refresh_state(self):
+        "Tell every frontend the state again (after a `%config`, `%boop` or a prompt)."
+        if self.comms: self.broadcast(self._state_msg())

@@ -1,0 +1,251 @@
+"""Tools the model calls by writing Python: plain functions in the kernel, described as Python signatures.
+
+Tools are never passed as a chat API's native `tools=`: Ollama/Qwen chat templates turn that into a
+`<tools>` block that makes local models call a tool on every prompt. Instead the functions are pushed
+into the kernel's namespace and `tools_system_prompt` shows them as Python `def` lines with their
+docments; the model uses one by writing a ```python block that calls it.
+
+Tools come from *sources* (`SOURCES`: name -> (factory, on by default, description)); a factory gets a
+`ToolContext` (the notebook's folder, the kernel namespace, the recorded cells) and returns functions.
+`get_tool_list(selection, ctx)` assembles the selected sources plus the notebook's own `add_tool`
+functions. Names in `NEVER_OFFERED` (remote or arbitrary command execution) are dropped whatever a
+source contributes or the selection says. The built-in sources only read: `files` (files.py) stays inside the
+notebook's folder; `kernel` (kernel.py) lists variables and shows cells.
+A tool that changes something is marked with `@side_effect(intent)`; guards.py runs it only when
+the user's own prompt matches `intent`. Tools answer in text, and problems come back as `error: ...`.
+
+    ctx = ToolContext(Path('.'), ip.user_ns, recorder.cells)
+    tools = get_tool_list({'files': True, 'kernel': False}, ctx)
+    system = tools_system_prompt(tools)     # '' when there are no tools: then no system prompt is added
+"""
+
+__all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
+           'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
+           'parse_selection', 'selection_setting', 'unofferable']
+
+import builtins, inspect, keyword, logging, re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+from .guards import INTENT_ATTR
+from .kernel import _KERNEL_NAMES, _kernel_machinery, _mark, kernel_tools
+from .files import file_tools
+
+log = logging.getLogger(__name__)
+
+NEVER_OFFERED = frozenset({'run_cmd', 'remote_launch', 'remote_status', 'remote_smoke_test', 'exec', 'eval', 'system',
+                           'shell', 'bash', 'sh', 'subprocess_run', 'run_shell', 'os_system', 'popen'})
+_NEVER_MODULES = {'subprocess', 'pty', 'os', 'posix', 'nt', 'shutil', 'builtins'}   # callables from these are never tools
+
+
+def side_effect(
+    intent:str,  # Regex the user's own prompt must match before the tool may run (checked in guards.py)
+):
+    "Decorator marking a tool that changes something; guards.py runs it only when the user's prompt matches `intent`."
+    re.compile(intent)   # a bad pattern is a programming error: fail where the tool is defined
+    def deco(fn):
+        setattr(fn, INTENT_ATTR, intent)
+        return fn
+    return deco
+
+
+@dataclass
+class ToolContext:
+    "What a tool source may use: the notebook's folder, the kernel's namespace, its cells, and the frontend's edits."
+    root: Path                                       # The notebook's folder: file tools stay inside it
+    namespace: dict = field(default_factory=dict)    # The kernel's user namespace
+    cells: Callable = lambda: []                     # Zero-argument callable: the recorded `Cell`s in notebook order
+    notebook: Callable = lambda: []                  # Zero-argument callable: every cell of the notebook, in order
+    edit: Callable = None                            # edit(request) -> (ok, message), through the frontend; or None
+    settings: dict = field(default_factory=dict)     # The resolved settings: a source reads its own keys (`web_allow`)
+    def __post_init__(self): self.root = Path(self.root)
+
+
+# ---- sources, selection and the notebook's own tools
+
+def _kernel_source(ctx): return kernel_tools(ctx.namespace, ctx.cells)
+def _files_source(ctx): return file_tools(ctx.root)
+
+def _notebook_source(ctx):
+    from .notebook import notebook_source
+    return notebook_source(ctx.notebook, ctx.edit)
+
+def _web_source(ctx):
+    from .web import web_source   # imported when the source is used: `%load_ext` stays cheap
+    return web_source(ctx)
+
+def _pdf_source(ctx):
+    from .pdf import pdf_source
+    return pdf_source(ctx)
+
+SOURCES = {  # name: (factory(ctx)->list of tools, selected by default, description for the tools menu)
+    'kernel': (_kernel_source, True, "Variables and cells of this kernel (read-only)"),
+    'files': (_files_source, True, "Files under the notebook's folder: list, read, search (read-only)"),
+    'notebook': (_notebook_source, False, "The notebook's cells: list, read, search; add and edit them (through the "
+                                          "extension, on your word, undoable)"),
+    'web': (_web_source, False, "Fetch a public web page as text (GET only; private addresses need `web_allow`)"),
+    'pdf': (_pdf_source, False, "Read PDFs under the notebook's folder as text (needs pypdf: `pip install pypdf`)"),
+}
+DEFAULT_SELECTION = {name: default for name,(_,default,_) in SOURCES.items()}
+_NOTEBOOK = {}   # name: fn, the tools this process added with add_tool
+
+
+def register_tool_source(
+    name:str,           # Key in a selection, e.g. 'web'
+    factory:Callable,   # factory(ctx:ToolContext)->list of tools; give `ctx` a default if it works without one
+    default:bool=False, # Whether the source is selected unless a selection says otherwise
+    description:str='', # One line for the tools menu
+):
+    "Add (or replace) a tool source."
+    if not callable(factory): raise TypeError(f'tool source {name!r}: the factory must be callable, not {factory!r}')
+    SOURCES[name] = (factory, default, description)
+    DEFAULT_SELECTION[name] = default
+
+
+def _needs_ctx(factory):
+    "Whether `factory` must be given a context: it has a first parameter without a default."
+    try: ps = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError): return True
+    return bool(ps) and ps[0].default is ps[0].empty and ps[0].kind not in (ps[0].VAR_POSITIONAL, ps[0].VAR_KEYWORD)
+
+
+def _named(fn):
+    "A name the model can call, that shadows no Python builtin or keyword in the user's namespace."
+    name = getattr(fn, '__name__', None)
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name) and not hasattr(builtins, name)
+def _blocked(fn):
+    "Never offered: command execution by name, or anything from the modules that run commands or touch the system."
+    return _named(fn) and fn.__name__.lower() in NEVER_OFFERED or getattr(fn, '__module__', None) in _NEVER_MODULES
+
+
+def unofferable(
+    fn,  # Anything from the user's namespace
+)->str:  # Why it can never be a tool ('' if it can be)
+    "The reason `fn` is no tool: not a named function, a builtin's name, command execution, or the kernel's own."
+    if not callable(fn): return f'a {type(fn).__name__}, not a function'
+    if not _named(fn): return 'not a function with a name the model can call (a `def` that shadows no builtin)'
+    if _blocked(fn): return 'never offered to the model (command execution, or a system module)'
+    if fn.__name__ in _KERNEL_NAMES or _kernel_machinery(fn.__name__, fn): return "the kernel's own, not a tool"
+    return ''
+
+
+def add_tool(
+    fn:Callable,  # A function with a docstring and docments; the model calls it by its `__name__`
+)->Callable:      # `fn` itself, so `@add_tool` works as a decorator
+    "Offer `fn` to the model in this notebook, on top of the selected sources (a same-named tool is replaced)."
+    if not callable(fn): raise TypeError(f'add_tool needs a function, not {type(fn).__name__}: {fn!r}')
+    if not _named(fn): raise TypeError(f'add_tool needs a function with a name the model can call (use `def`), not {fn!r}')
+    if _blocked(fn): raise ValueError(f'`{fn.__name__}` is never offered to the model (command execution); rename it')
+    _NOTEBOOK[fn.__name__] = _mark(fn)
+    return fn
+
+
+def remove_tool(
+    name:str,  # Name of a tool added with add_tool (or the function itself)
+):
+    "Stop offering a tool added with `add_tool`."
+    name = getattr(name, '__name__', name)
+    if name not in _NOTEBOOK: raise KeyError(f'no notebook tool named {name!r}; notebook_tools() lists them')
+    del _NOTEBOOK[name]
+
+
+def notebook_tools()->list:
+    "The tools added with `add_tool`, in the order they were added."
+    return list(_NOTEBOOK.values())
+
+
+def _source_tools(name, factory, ctx):
+    try: tools = list(factory(ctx))
+    except Exception as e:   # one broken source must not stop the prompt: the others still work
+        log.warning('tool source %r failed and was skipped: %s: %s', name, type(e).__name__, e)
+        return []
+    ok = []
+    for fn in tools:
+        if not callable(fn) or not _named(fn): log.warning('tool source %r gave a non-tool %r; skipped', name, fn)
+        elif _blocked(fn): log.warning('tool source %r offered %r, which is never offered; dropped', name, fn.__name__)
+        else: ok.append(_mark(fn))
+    return ok
+
+
+def parse_selection(
+    setting:str,  # The `tools` setting: source names, comma-separated; `none`; or empty for the defaults
+)->dict|None:     # A selection for `get_tool_list` (None: the default one)
+    "The `tools` setting as a selection: every known source on or off."
+    names = [t.strip() for t in setting.split(',') if t.strip()]
+    return {name: name in names for name in SOURCES} if names else None
+
+
+def selection_setting(selection:dict)->str:
+    "The `tools` setting for `selection`: the sources that are on, or `none`."
+    return ', '.join(n for n,on in selection.items() if on) or 'none'
+
+
+def get_tool_list(
+    selection:dict=None,    # Source name -> selected; None: DEFAULT_SELECTION; a missing name takes its default
+    ctx:ToolContext=None,   # What sources work on; None skips sources that need it
+)->list:                    # Callables, deduped by name, never anything in NEVER_OFFERED
+    "The tools to offer: the selected sources' tools, then this notebook's own (which replace same-named ones)."
+    sel, tools = selection or {}, {}
+    for name,(factory, default, _) in list(SOURCES.items()):
+        if not sel.get(name, DEFAULT_SELECTION.get(name, default)) or (ctx is None and _needs_ctx(factory)): continue
+        for fn in _source_tools(name, factory, ctx): tools.setdefault(fn.__name__, fn)   # the first source wins
+    tools.update({k: fn for k,fn in _NOTEBOOK.items() if not _blocked(fn)})
+    return list(tools.values())
+
+
+# ---- how the model reads the tools
+
+_ANY = inspect.Signature([inspect.Parameter('args', inspect.Parameter.VAR_POSITIONAL)])   # a callable we cannot inspect
+_SIDE_EFFECT_NOTE = '# Changes something: call it only when the user asked for that, in their own words\n'
+
+def _anno(a): return a if isinstance(a, str) else inspect.formatannotation(a)
+def _oneline(s): return ' '.join(str(s).split())
+
+
+def _param(p, doc):
+    star = {p.VAR_POSITIONAL: '*', p.VAR_KEYWORD: '**'}.get(p.kind, '')
+    s = star + p.name + (f':{_anno(p.annotation)}' if p.annotation is not p.empty else '')
+    s += f'={p.default!r}' if p.default is not p.empty else ''
+    return f'    {s},' + (f'  # {_oneline(doc)}' if doc else '')
+
+
+def tool_signature(
+    fn:Callable,  # A tool
+)->str:           # Its `def` line(s) with annotations, defaults and docments comments, then its docstring's first line
+    "The tool as the model should read it: a Python signature with its docments."
+    from fastcore.docments import docments
+    name = getattr(fn, '__name__', type(fn).__name__)
+    try: sig = inspect.signature(fn)
+    except (TypeError, ValueError): sig = _ANY
+    try: docs = docments(fn)
+    except Exception: docs = {}   # no source to read comments from (e.g. a function built with exec)
+    ps, lines = list(sig.parameters.values()), []
+    for i,p in enumerate(ps):
+        if p.kind == p.KEYWORD_ONLY and (i == 0 or ps[i-1].kind not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)):
+            lines.append('    *,')
+        lines.append(_param(p, docs.get(p.name)))
+        if p.kind == p.POSITIONAL_ONLY and (i+1 == len(ps) or ps[i+1].kind != p.POSITIONAL_ONLY): lines.append('    /,')
+    ret = f'->{_anno(sig.return_annotation)}' if sig.return_annotation is not sig.empty else ''
+    rdoc = f'  # {_oneline(docs["return"])}' if docs.get('return') else ''
+    head = f'def {name}(\n' + '\n'.join(lines) + f'\n){ret}:{rdoc}' if lines else f'def {name}(){ret}:{rdoc}'
+    doc = (inspect.getdoc(fn) or '').strip().split('\n')[0]
+    body = '    "' + doc.replace('\\', '\\\\').replace('"', '\\"') + '"' if doc else '    ...'
+    note = _SIDE_EFFECT_NOTE if getattr(fn, INTENT_ATTR, None) is not None else ''
+    return f'{note}{head}\n{body}'
+
+
+def tools_system_prompt(
+    tools:list,       # The tools on offer (see get_tool_list)
+)->str:               # A system-prompt block, or '' when there are no tools (then add no system prompt at all)
+    """Describe `tools` as Python functions already defined in the user's kernel. One wording whether the calls run by
+    themselves (auto mode) or on the user's click: a prompt in either mode extends the previous one's request."""
+    if not tools: return ''
+    sigs = '\n\n'.join(tool_signature(fn) for fn in tools)
+    return (f"These Python functions are already defined in the user's Python kernel. {CALL_CONVENTION} Do not import "
+            "or redefine them. Answer plain questions in plain words without calling tools, and never call a tool the "
+            "question does not need.\n\n```python\n" + sigs + "\n```")
+
+
+CALL_CONVENTION = ("To use one, write a ```python block that only calls it, one call per line, with literal arguments or "
+                   "the names of the user's variables; then stop: once it has run (the user may decide whether it "
+                   "does), its output comes back in the next message.")

@@ -1,0 +1,256 @@
+/**
+ * The comm channel to boopiter in a notebook's kernel: one per document context (views of the same
+ * notebook share it), reconnected on every kernel start, restart and change (`KernelLink`, `link.ts`).
+ *
+ * While the comm is open it keeps the kernel's view of the notebook current (`notebook` messages, at most one
+ * per `CELLS_DELAY_MS`, and one at once before a prompt cell runs), asks for dry runs, and carries out the
+ * edits the model's notebook tools ask for (one undoable step each, answered with `edit_result`). It loads
+ * boopiter when asked (the menu's "Load boopiter"), and saves the binding the kernel sends in the notebook's metadata.
+ */
+
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { JSONExt } from '@lumino/coreutils';
+import { Signal } from '@lumino/signaling';
+import { LOAD_CODE, METADATA_KEY, PROTOCOL_VERSION } from '../protocol/constants';
+import { Binding, BindingChanges, FrontendMessage, IEditMessage, IPreview } from '../protocol/messages';
+import { cleanBinding, parseKernelMessage } from '../protocol/parse';
+import { applyEdit, IEditableNotebook, IEditOutcome } from './edits';
+import { flashCell } from './flash';
+import { Context, KernelLink } from './link';
+import { PendingRequests, requestId } from './requests';
+import { IWatchedNotebook, ShownCells } from './shown';
+import { withBinding } from './state';
+
+/** The kernel hears of cell changes at most this often (and at once before a prompt cell runs). */
+export const CELLS_DELAY_MS = 500;
+/** How long a dry run may take. */
+export const PREVIEW_TIMEOUT_MS = 60_000;
+
+export class BoopChannel extends KernelLink {
+  constructor(context: Context) {
+    super(context);
+    this._shown = new ShownCells(context.model.sharedModel as unknown as IWatchedNotebook, () => this._cellsChanged());
+  }
+
+  /** Whether the notebook used boopiter before: its metadata has a `boopiter` entry. */
+  get usedBefore(): boolean {
+    return this._context.model.getMetadata(METADATA_KEY) !== undefined;
+  }
+
+  /** Record that this notebook uses boopiter (so it loads by itself next time). */
+  markUsed(): void {
+    if (!this.usedBefore) {
+      this._context.model.setMetadata(METADATA_KEY, {});
+    }
+  }
+
+  /**
+   * Load boopiter in the kernel, silently (`LOAD_CODE`: a later `%load_ext boopiter_ext` cell adopts that load
+   * quietly); the kernel then opens a comm to us.
+   */
+  async load(): Promise<void> {
+    const kernel = this._kernel;
+    if (!kernel || this._state.phase === 'loading' || this._state.phase === 'ready') {
+      return;
+    }
+    this._autoLoaded = true; // loaded once this kernel start: a later `%unload_ext` is not undone by itself
+    this._dispatch({ type: 'load' });
+    let reply: KernelMessage.IExecuteReplyMsg;
+    try {
+      reply = await kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false }, true).done;
+    } catch (e) {
+      if (kernel === this._kernel) {
+        this._dispatch({ type: 'load-failed', error: String(e) });
+      }
+      return;
+    }
+    if (kernel !== this._kernel) {
+      return;
+    }
+    const content = reply.content;
+    if (content.status === 'error') {
+      const missing = content.ename === 'ModuleNotFoundError';
+      const error = missing
+        ? "boopiter_ext is not installed in this kernel's Python environment"
+        : `${content.ename}: ${content.evalue}`;
+      this._dispatch({ type: 'load-failed', error });
+      return;
+    }
+    if (content.status !== 'ok') {
+      this._dispatch({ type: 'load-failed', error: `loading stopped (${content.status})` });
+      return;
+    }
+    this.markUsed();
+    this._dispatch({ type: 'loaded' });
+    if (!this._comm) {
+      // a kernel half that does not open a comm on load still answers a hello
+      this._hello(kernel);
+    }
+  }
+
+  /** Send picks; the kernel answers with a state and a binding. */
+  pick(changes: BindingChanges): void {
+    if (this._send({ type: 'pick', changes })) {
+      this._dispatch({ type: 'pick', changes });
+    }
+  }
+
+  /** Ask the kernel to list the models again. */
+  refresh(): void {
+    this._send({ type: 'refresh' });
+  }
+
+  /** A notebook view showing this channel's notebook (edits flash their cell there). */
+  addView(panel: NotebookPanel): void {
+    if (!this._views.has(panel)) {
+      this._views.add(panel);
+      panel.disposed.connect(() => this._views.delete(panel));
+    }
+  }
+
+  /**
+   * Tell the kernel the notebook as shown now, if it changed since it last heard (called as a prompt cell is
+   * scheduled: the message goes out before the cell's execute_request).
+   */
+  sendCells(): void {
+    if (this._cellsTimer) {
+      clearTimeout(this._cellsTimer);
+      this._cellsTimer = 0;
+    }
+    if (this._shown.version === this._sentVersion || !this.connected) {
+      return;
+    }
+    const version = this._shown.version;
+    if (this._send({ type: 'notebook', cells: this._shown.snapshot() })) {
+      this._sentVersion = version;
+    }
+  }
+
+  /**
+   * A prompt cell is about to run (its execute_request goes out right after this call). The kernel hears the notebook
+   * as shown; if it has not answered a hello yet, the hello goes now, on a comm opened for it on the main shell.
+   */
+  promptScheduled(): void {
+    if (this._state.phase === 'ready') {
+      this.sendCells();
+    } else {
+      this._knock();
+    }
+  }
+
+  /**
+   * A prompt cell's dry run: what it would send, and to which model; nothing is sent to a model. The notebook as
+   * shown goes first, on the same comm (so the same subshell, in order): an edit just made is in the dry run.
+   */
+  preview(source: string): Promise<IPreview> {
+    if (!this.connected) {
+      return Promise.reject(new Error('boopiter is not loaded in this kernel: load it from the brain menu first'));
+    }
+    this.sendCells();
+    const id = requestId();
+    const answer = this._previews.wait(id);
+    this._send({ type: 'preview', id, source });
+    return answer;
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this._context.sessionContext.kernelChanged.disconnect(this._onKernelChanged, this);
+    this._release();
+    this._shown.dispose();
+    if (this._cellsTimer) {
+      clearTimeout(this._cellsTimer);
+    }
+    Signal.clearData(this);
+  }
+
+  /**
+   * The hello: the notebook's binding (null if none), so a fresh kernel answers as this notebook picked, and its
+   * cells as shown.
+   */
+  protected _helloMessage(): FrontendMessage {
+    const binding = cleanBinding((this._context.model.getMetadata(METADATA_KEY) as any)?.binding);
+    this._sentVersion = this._shown.version;
+    return {
+      type: 'hello',
+      version: PROTOCOL_VERSION,
+      binding: Object.keys(binding).length ? binding : null,
+      cells: this._shown.snapshot()
+    };
+  }
+
+  /** The cells changed: the kernel hears of it within `CELLS_DELAY_MS` (a hello carries them anyway). */
+  private _cellsChanged(): void {
+    if (this._cellsTimer || !this.connected || this._disposed) {
+      return;
+    }
+    this._cellsTimer = setTimeout(() => {
+      this._cellsTimer = 0;
+      this.sendCells();
+    }, CELLS_DELAY_MS);
+  }
+
+  protected _onData(comm: Kernel.IComm, data: unknown): void {
+    if (comm !== this._comm) {
+      return;
+    }
+    const msg = parseKernelMessage(data);
+    if (!msg) {
+      return;
+    }
+    switch (msg.type) {
+      case 'binding':
+        this._writeBinding(msg.binding);
+        break;
+      case 'preview':
+        this._previews.settle(msg.id, { markdown: msg.markdown, text: msg.text });
+        return;
+      case 'edit':
+        this._edit(comm, msg);
+        return;
+    }
+    this._dispatch({ type: 'message', msg });
+  }
+
+  /** Carry out (or refuse) an edit, answer the kernel at once, then show the changed cell. */
+  private _edit(comm: Kernel.IComm, msg: IEditMessage): void {
+    const model = this._context.model;
+    let outcome: IEditOutcome;
+    try {
+      outcome = applyEdit(model.sharedModel as unknown as IEditableNotebook, msg, model.readOnly);
+    } catch (e) {
+      outcome = { ok: false, message: `refused: the notebook could not make the change (${String(e).slice(0, 200)})` };
+    }
+    if (!comm.isDisposed) {
+      comm.send({ type: 'edit_result', id: msg.id, ok: outcome.ok, message: outcome.message });
+    }
+    if (outcome.ok && outcome.cellId) {
+      for (const panel of this._views) {
+        flashCell(panel, outcome.cellId, msg.id);
+      }
+    }
+  }
+
+  /** Save the kernel's binding in the metadata, if that changes it (no binding where there is none is no change). */
+  private _writeBinding(binding: Binding): void {
+    const model = this._context.model;
+    const old = model.getMetadata(METADATA_KEY);
+    if (old === undefined && !Object.keys(binding).length) {
+      return; // else merely opening a notebook in a kernel with boopiter configured would modify it
+    }
+    const next = withBinding(old, binding);
+    if (!JSONExt.deepEqual((old ?? null) as any, next as any)) {
+      model.setMetadata(METADATA_KEY, next);
+    }
+  }
+
+  private _shown: ShownCells;
+  private _sentVersion = -1;
+  private _cellsTimer: ReturnType<typeof setTimeout> | 0 = 0;
+  protected _previews = new PendingRequests<IPreview>(PREVIEW_TIMEOUT_MS, 'dry run');
+  private _views = new Set<NotebookPanel>();
+}

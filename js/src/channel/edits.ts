@@ -1,0 +1,129 @@
+/**
+ * The notebook changes the model's tools ask for (`{type: 'edit'}` from the kernel, confirmed there by the
+ * user already), carried out on the shared notebook in one undoable step, and the one line the model reads
+ * back. Typed structurally so the units run on a stub; `INotebookModel.sharedModel` fits.
+ *
+ *   add    a code or Markdown cell below the cell `after`
+ *   edit   the whole text of `cell`, refused unless the cell still holds exactly `expect` (what the model
+ *          read): the user may have typed in it since
+ */
+
+import { isPromptSource } from '../cells/prompt';
+import { IEditMessage } from '../protocol/messages';
+
+export interface IEditableCell {
+  readonly id: string;
+  readonly cell_type: string;
+  getSource(): string;
+  updateSource(start: number, end: number, value?: string): void;
+}
+
+export interface IEditableNotebook {
+  readonly cells: readonly IEditableCell[];
+  insertCell(index: number, cell: { cell_type: 'code' | 'markdown'; source: string; metadata?: { [k: string]: unknown } }): IEditableCell;
+  /** One transaction: one step of the notebook's undo. */
+  transact(f: () => void, undoable?: boolean): void;
+  readonly undoManager?: { stopCapturing(): void } | null;
+}
+
+export interface IEditOutcome {
+  ok: boolean;
+  /** One line for the model. */
+  message: string;
+  /** The cell added or changed. */
+  cellId?: string;
+}
+
+/** The most a cell's new text may hold (the kernel's tools allow 100,000 characters). */
+export const MAX_EDIT_SOURCE = 1_000_000;
+const UNDO_NOTE = '(Undo in the notebook reverts it)';
+
+/** An id as it may appear in a one-line message: printable, at most 80 characters. */
+function shownId(id: string): string {
+  const clean = id.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
+  return clean.length > 80 ? `${clean.slice(0, 79)}…` : clean;
+}
+
+function refused(message: string): IEditOutcome {
+  return { ok: false, message: `refused: ${message}` };
+}
+
+/** Where two texts differ: the common prefix and suffix lengths, so only the middle is replaced. */
+export function diffRange(before: string, after: string): { start: number; end: number; text: string } {
+  const max = Math.min(before.length, after.length);
+  let start = 0;
+  while (start < max && before.charCodeAt(start) === after.charCodeAt(start)) {
+    start++;
+  }
+  let tail = 0;
+  while (tail < max - start && before.charCodeAt(before.length - 1 - tail) === after.charCodeAt(after.length - 1 - tail)) {
+    tail++;
+  }
+  // never split a surrogate pair
+  if (start > 0 && isHigh(before.charCodeAt(start - 1))) {
+    start--;
+  }
+  if (tail > 0 && isLow(before.charCodeAt(before.length - tail))) {
+    tail--;
+  }
+  return { start, end: before.length - tail, text: after.slice(start, after.length - tail) };
+}
+const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+function find(nb: IEditableNotebook, id: string): number {
+  return nb.cells.findIndex(c => c.id === id && (c.cell_type === 'code' || c.cell_type === 'markdown'));
+}
+
+function noCell(id: string): IEditOutcome {
+  return refused(`no code or Markdown cell ${shownId(id)} in the notebook (it was deleted, or the id is wrong); list the cells again`);
+}
+
+/** One step of the notebook's undo: captured alone, not merged with an edit just before or after. */
+function oneStep(nb: IEditableNotebook, f: () => void): void {
+  nb.undoManager?.stopCapturing();
+  nb.transact(f, true);
+  nb.undoManager?.stopCapturing();
+}
+
+/** Carry out `req` on `nb` (or refuse it); never throws for a bad request. */
+export function applyEdit(nb: IEditableNotebook, req: IEditMessage, readOnly = false): IEditOutcome {
+  if (req.op === 'invalid') {
+    return refused(req.problem);
+  }
+  if (readOnly) {
+    return refused('the notebook is read-only here');
+  }
+  if (req.source.length > MAX_EDIT_SOURCE) {
+    return refused(`the new text is longer than ${MAX_EDIT_SOURCE.toLocaleString('en-US')} characters`);
+  }
+  if (req.op === 'add') {
+    const at = find(nb, req.after);
+    if (at < 0) {
+      return noCell(req.after);
+    }
+    let added: IEditableCell | null = null;
+    const metadata = req.cell_type === 'code' ? { trusted: true } : {};
+    oneStep(nb, () => {
+      added = nb.insertCell(at + 1, { cell_type: req.cell_type, source: req.source, metadata });
+    });
+    const id = (added as IEditableCell | null)?.id ?? nb.cells[at + 1]?.id ?? '';
+    const kind = req.cell_type === 'markdown' ? 'Markdown' : isPromptSource(req.source) ? 'prompt' : 'code';
+    return { ok: true, cellId: id, message: `done: added a ${kind} cell ${shownId(id)} below ${shownId(req.after)} ${UNDO_NOTE}` };
+  }
+  const at = find(nb, req.cell);
+  if (at < 0) {
+    return noCell(req.cell);
+  }
+  const cell = nb.cells[at];
+  const now = cell.getSource();
+  if (now !== req.expect) {
+    return refused(`cell ${shownId(req.cell)} changed since the model read it (the user edited it); read it again before editing it`);
+  }
+  if (now === req.source) {
+    return { ok: true, cellId: cell.id, message: `done: cell ${shownId(cell.id)} already holds that text; nothing changed` };
+  }
+  const { start, end, text } = diffRange(now, req.source);
+  oneStep(nb, () => cell.updateSource(start, end, text));
+  return { ok: true, cellId: cell.id, message: `done: replaced the text of cell ${shownId(cell.id)} ${UNDO_NOTE}` };
+}

@@ -1,0 +1,203 @@
+/**
+ * The messages boopiter's kernel half and this frontend exchange on the comm, as types.
+ *
+ * One comm target, `boopiter`, in both directions (kernel side: `boopiter_ext/faces/channel.py`, whose docstring is
+ * authoritative):
+ *
+ *   frontend → kernel   {type: 'hello', version, binding, cells}  (on every kernel connection: the open data of the
+ *                                                        comm the frontend opens, or the first message on a comm
+ *                                                        the kernel opened when boopiter loaded)
+ *                       {type: 'notebook', cells}             (the notebook as shown, unsaved edits and tags
+ *                                                        included: on changes, and before a prompt cell runs)
+ *                       {type: 'refresh'}                    (list the models again)
+ *                       {type: 'pick', changes}              (a null value removes that pick)
+ *                       {type: 'preview', id, source}        (a prompt cell's dry run)
+ *                       {type: 'edit_result', id, ok, message} (what the notebook did with an `edit`)
+ *   kernel → frontend   {type: 'state', version, state}      (after hello, pick, refresh, any settings change)
+ *                       {type: 'binding', binding}           (after a pick: saved in `metadata.boopiter.binding`)
+ *                       {type: 'preview', id, markdown, text} (the dry run: Markdown rendered untrusted)
+ *                       {type: 'edit', id, op: 'add', after, source, cell_type}
+ *                       {type: 'edit', id, op: 'edit', cell, source, expect}  (a change the model's notebook
+ *                                                        tools ask for, confirmed in the kernel already)
+ *                       {type: 'error', message}
+ *
+ * Everything that arrives is untrusted data: `parseKernelMessage` and `cleanBinding` (`parse.ts`) keep only
+ * values of the expected types, and the views only ever set it as text. The names (`COMM_TARGET`,
+ * `PROTOCOL_VERSION`, the mime types) are in `constants.ts`, the mime bundles in `bundles.ts`.
+ */
+
+export type Think = 'l' | 'm' | 'h' | 'off';
+
+/** The picks a notebook carries (`metadata.boopiter.binding`); an empty object means none. */
+export interface Binding {
+  model?: string;
+  reasoning_model?: string;
+  reasoning?: boolean;
+  think?: Think;
+  keep_alive?: string;
+  context_size?: number;
+  tools?: string;
+  auto?: boolean;
+  reuse?: boolean;
+  picked_at?: string;
+}
+
+/** A pick: the keys to change; null removes that key from the binding. */
+export type BindingChanges = { [K in keyof Binding]?: Binding[K] | null };
+
+export type ModelSource = 'ollama' | 'endpoint' | 'declared' | 'local' | 'deaddrop';
+
+export interface ModelEntry {
+  id: string;
+  label: string;
+  source: ModelSource;
+  capabilities: string[];
+  size?: number;
+  context_length?: number;
+  offline?: string;
+  note?: string;
+}
+
+export interface Answering {
+  model: string;
+  why: string;
+  /** Nothing is picked: the kernel chose `model` by itself, and `why` says `auto: why this one`. */
+  auto: boolean;
+  context_length?: number;
+  size?: number;
+  reasoning: boolean;
+}
+
+export interface MenuSettings {
+  model: string;
+  reasoning_model: string;
+  reasoning: boolean;
+  think: string;
+  keep_alive: string;
+  context_size: number;
+  tools: string;
+  auto: boolean;
+  reuse: boolean;
+}
+
+export type LabelValue<T> = [string, T];
+
+export interface ToolSourceOption {
+  name: string;
+  description: string;
+  on: boolean;
+}
+
+export interface MenuOptions {
+  keep_alive: LabelValue<string>[];
+  context_sizes: number[];
+  efforts: LabelValue<string>[];
+  tool_sources: ToolSourceOption[];
+}
+
+export interface MenuState {
+  answering: Answering;
+  settings: MenuSettings;
+  models: ModelEntry[];
+  problems: { [source: string]: string };
+  options: MenuOptions;
+  offered_tools: string[];
+}
+
+/** One cell as the frontend shows it (nbformat's `cell_type`; only code and Markdown cells are sent). */
+export interface ShownCell {
+  id: string;
+  cell_type: 'code' | 'markdown';
+  source: string;
+  tags: string[];
+}
+
+export interface IHelloMessage {
+  type: 'hello';
+  version: number;
+  binding: Binding | null;
+  cells: ShownCell[];
+}
+export interface INotebookMessage {
+  type: 'notebook';
+  cells: ShownCell[];
+}
+export interface IPreviewRequest {
+  type: 'preview';
+  id: string;
+  source: string;
+}
+export interface IEditResultMessage {
+  type: 'edit_result';
+  id: string;
+  ok: boolean;
+  message: string;
+}
+export interface IRefreshMessage {
+  type: 'refresh';
+}
+export interface IPickMessage {
+  type: 'pick';
+  changes: BindingChanges;
+}
+export type FrontendMessage =
+  | IHelloMessage
+  | INotebookMessage
+  | IRefreshMessage
+  | IPickMessage
+  | IPreviewRequest
+  | IEditResultMessage;
+
+export interface IStateMessage {
+  type: 'state';
+  version: number;
+  state: MenuState;
+}
+export interface IBindingMessage {
+  type: 'binding';
+  binding: Binding;
+}
+export interface IErrorMessage {
+  type: 'error';
+  message: string;
+}
+/** A dry run: what a prompt would send, as Markdown (rendered untrusted) and as plain text. */
+export interface IPreview {
+  markdown: string;
+  text: string;
+}
+/** A dry run's answer. */
+export interface IPreviewMessage {
+  type: 'preview';
+  id: string;
+  markdown: string;
+  text: string;
+}
+export interface IAddCellEdit {
+  type: 'edit';
+  id: string;
+  op: 'add';
+  /** The id of the cell the new one goes below. */
+  after: string;
+  source: string;
+  cell_type: 'code' | 'markdown';
+}
+export interface IEditCellEdit {
+  type: 'edit';
+  id: string;
+  op: 'edit';
+  /** The id of the cell whose text is replaced. */
+  cell: string;
+  source: string;
+  /** The cell's text as the model read it: the edit is refused unless the cell still holds exactly this. */
+  expect: string;
+}
+/** An edit the kernel asks for whose fields are missing or wrong: answered with a refusal. */
+export interface IBadEdit {
+  type: 'edit';
+  id: string;
+  op: 'invalid';
+  problem: string;
+}
+export type IEditMessage = IAddCellEdit | IEditCellEdit | IBadEdit;
+export type KernelMessage = IStateMessage | IBindingMessage | IErrorMessage | IPreviewMessage | IEditMessage;

@@ -1,0 +1,93 @@
+/**
+ * The actions on each code block of a reply: Insert below, Insert and run (kernel languages only), Copy. Blocks the
+ * tool loop ran already lose "Insert and run". Plain DOM (unit-tested in jsdom through `ReplyView`): the buttons
+ * carry `data-boop-action`, and the view's click handler runs them (`codeOf`, `flash`).
+ */
+
+import { el } from '../dom';
+
+/** Languages that "Insert and run" runs; other tagged blocks (bash, json, text...) can be inserted or copied. */
+const RUNNABLE = new Set(['', 'python', 'python3', 'py', 'ipython', 'ipython3']);
+
+function codeLanguage(pre: HTMLElement): string {
+  const code = pre.querySelector('code');
+  const cls = (code?.className ?? '') + ' ' + pre.className;
+  const m = /(?:^|\s)language-([\w+#.-]+)/.exec(cls);
+  return m ? m[1].toLowerCase() : (pre.dataset.language ?? code?.dataset.language ?? '').toLowerCase();
+}
+
+export type IconName = 'insert' | 'run' | 'copy' | 'stop';
+/** Text marks for the icons when no icon set is given (the unit tests). */
+const GLYPHS: { [K in IconName]: string } = { insert: '⤓', run: '▶', copy: '⧉', stop: '■' };
+export type IconFactory = (name: IconName) => HTMLElement;
+export const textIcon: IconFactory = name => el('span', '', GLYPHS[name]);
+
+/** Each code block gets its actions: Insert below, Insert and run (kernel languages only), Copy. */
+export function addCodeActions(host: HTMLElement, inNotebook: boolean, icon: IconFactory = textIcon): void {
+  for (const pre of Array.from(host.querySelectorAll('pre'))) {
+    if (pre.parentElement?.classList.contains('boop-Code')) {
+      continue;
+    }
+    const wrap = el('div', 'boop-Code');
+    pre.replaceWith(wrap);
+    const bar = el('div', 'boop-CodeActions');
+    bar.setAttribute('role', 'toolbar');
+    bar.setAttribute('aria-label', 'Code actions');
+    const button = (action: IconName, label: string, title: string) => {
+      const b = el('button', 'boop-CodeAction');
+      b.type = 'button';
+      b.dataset.boopAction = action;
+      b.title = title;
+      const mark = icon(action);
+      mark.classList.add('boop-CodeAction-icon');
+      mark.setAttribute('aria-hidden', 'true');
+      b.append(mark, el('span', 'boop-CodeAction-label', label));
+      return b;
+    };
+    if (inNotebook) {
+      bar.append(button('insert', 'Insert', 'Insert below the prompt as a new code cell'));
+      if (RUNNABLE.has(codeLanguage(pre))) {
+        bar.append(button('run', 'Insert and run', 'Insert below the prompt and run it'));
+      }
+    }
+    bar.append(button('copy', 'Copy', 'Copy the code'));
+    wrap.append(pre, bar);
+  }
+}
+
+/**
+ * Blocks the tool loop ran already (their text, trimmed, in `ran`) lose "Insert and run": a click would run the
+ * calls a second time. Insert and Copy stay.
+ */
+export function markRanBlocks(host: HTMLElement, ran: ReadonlySet<string>): void {
+  if (!ran.size) {
+    return;
+  }
+  for (const wrap of Array.from(host.querySelectorAll('.boop-Code'))) {
+    if (ran.has(codeOf(wrap).trim())) {
+      wrap.classList.add('boop-mod-ran');
+      wrap.querySelector('[data-boop-action="run"]')?.remove();
+    }
+  }
+}
+
+/** The code in a block's `.boop-Code` wrapper, without its final newline. */
+export function codeOf(wrap: Element): string {
+  const pre = wrap.querySelector('pre');
+  const text = pre?.textContent ?? '';
+  return text.endsWith('\n') ? text.slice(0, -1) : text;
+}
+
+/** Show a short confirmation on a button, then restore it. */
+export function flash(button: HTMLButtonElement, text: string): void {
+  const label = button.querySelector('.boop-CodeAction-label');
+  if (!label) {
+    return;
+  }
+  const old = button.dataset.label ?? label.textContent ?? '';
+  button.dataset.label = old;
+  label.textContent = text;
+  window.setTimeout(() => {
+    label.textContent = old;
+  }, 1500);
+}

@@ -1,0 +1,168 @@
+import { Signal } from '@lumino/signaling';
+import { describe, expect, it, vi } from 'vitest';
+import type { Kernel } from '@jupyterlab/services';
+import { BoopChannel } from '../../src/channel/channel';
+import { SUBSHELL_WAIT_MS, subshellReady } from '../../src/channel/subshell';
+
+function stubs(supports: boolean, mode = 'perCommTarget') {
+  let start!: () => void;
+  const started = new Promise<void>(resolve => (start = resolve));
+  const kernel = { info: Promise.resolve({}), supportsSubshells: supports } as unknown as Kernel.IKernelConnection;
+  const comm = { commsOverSubshells: mode, subshellStarted: started } as unknown as Kernel.IComm;
+  return { kernel, comm, start };
+}
+
+async function settled(p: Promise<void>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true));
+  for (let i = 0; i < 10; i++) {
+    await Promise.resolve();
+  }
+  return done;
+}
+
+describe('subshellReady', () => {
+  it("waits for the comm's subshell when the kernel has subshells", async () => {
+    const { kernel, comm, start } = stubs(true);
+    const ready = subshellReady(kernel, comm);
+    expect(await settled(ready)).toBe(false); // a message now would go on the main shell, behind a Run All
+    start();
+    expect(await settled(ready)).toBe(true);
+  });
+
+  it('does not wait where no subshell will start', async () => {
+    expect(await settled(subshellReady(stubs(false).kernel, stubs(false).comm))).toBe(true);
+    const off = stubs(true, 'disabled');
+    expect(await settled(subshellReady(off.kernel, off.comm))).toBe(true);
+    const old = { commsOverSubshells: undefined } as unknown as Kernel.IComm; // a JupyterLab before comm subshells
+    expect(await settled(subshellReady(stubs(true).kernel, old))).toBe(true);
+  });
+
+  it('gives up waiting after SUBSHELL_WAIT_MS', async () => {
+    vi.useFakeTimers();
+    try {
+      const { kernel, comm } = stubs(true);
+      const ready = subshellReady(kernel, comm);
+      expect(await settled(ready)).toBe(false);
+      await vi.advanceTimersByTimeAsync(SUBSHELL_WAIT_MS);
+      expect(await settled(ready)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+/** A comm of the fake kernel: what goes out on it lands on the shared wire, in order. */
+class CommStub {
+  constructor(
+    readonly commId: string,
+    private wire: string[]
+  ) {}
+  isDisposed = false;
+  onMsg: ((msg: unknown) => void) | null = null;
+  onClose: ((msg: unknown) => void) | null = null;
+  open(data: { type: string }): void {
+    this.wire.push(`open ${this.commId} ${data.type}`);
+  }
+  send(data: { type: string }): void {
+    this.wire.push(`send ${this.commId} ${data.type}`);
+  }
+  close(): void {
+    this.wire.push(`close ${this.commId}`);
+    this.closed();
+  }
+  /** The kernel answers on it. */
+  answer(data: unknown): void {
+    this.onMsg?.({ content: { data } });
+  }
+  /** The kernel closed it (or it was closed here). */
+  closed(): void {
+    if (!this.isDisposed) {
+      this.isDisposed = true;
+      this.onClose?.({});
+    }
+  }
+}
+
+/** A notebook's context on a Python kernel that has no boopiter yet: comms, the comm target, the wire. */
+function fakeNotebook() {
+  const wire: string[] = [];
+  const comms: CommStub[] = [];
+  let target: ((comm: CommStub, msg: unknown) => void) | null = null;
+  const kernel = {
+    info: Promise.resolve({ language_info: { name: 'python' } }),
+    status: 'idle',
+    isDisposed: false,
+    statusChanged: new Signal<unknown, string>({}),
+    anyMessage: new Signal<unknown, unknown>({}),
+    registerCommTarget: (_: string, cb: typeof target) => (target = cb),
+    removeCommTarget: () => undefined,
+    createComm: () => {
+      const comm = new CommStub(`c${comms.length + 1}`, wire);
+      comms.push(comm);
+      return comm;
+    },
+    /** `%load_ext boopiter_ext` ran: the kernel opens its comm to the frontend. */
+    announce(): CommStub {
+      const comm = new CommStub('announce', wire);
+      target!(comm, { content: { data: { type: 'announce', version: 1 } } });
+      return comm;
+    }
+  };
+  const notebook = { cells: [], changed: new Signal<unknown, unknown>({}) };
+  const metadata: { [k: string]: unknown } = {};
+  const context = {
+    model: {
+      sharedModel: notebook,
+      readOnly: false,
+      getMetadata: (k: string) => metadata[k],
+      setMetadata: (k: string, v: unknown) => (metadata[k] = v)
+    },
+    sessionContext: { kernelChanged: new Signal<unknown, unknown>({}), ready: Promise.resolve(), session: { kernel } }
+  };
+  const channel = new BoopChannel(context as any);
+  return { channel, kernel, comms, wire };
+}
+
+const flush = () => new Promise<void>(resolve => setTimeout(resolve, 0));
+const STATE = { type: 'state', version: 1, state: {} };
+
+describe('BoopChannel before a prompt runs', () => {
+  it('says hello on the main shell at once while the kernel has not answered one, and keeps that comm once it does', async () => {
+    const { channel, kernel, comms, wire } = fakeNotebook();
+    await flush();
+    expect(wire).toEqual(['open c1 hello']); // on connecting
+    comms[0].closed(); // no boopiter in the kernel yet
+    expect(channel.state.phase).toBe('absent');
+
+    channel.promptScheduled(); // Run All: `%load_ext boopiter_ext` is queued above the prompt
+    expect(wire.at(-1)).toBe('open c2 hello'); // now: before the prompt's execute_request goes out
+    channel.promptScheduled(); // a later prompt of the same Run All
+    expect(comms.length).toBe(2);
+
+    const announce = kernel.announce(); // the %load_ext ran
+    await flush();
+    comms[1].answer(STATE); // the kernel read the knock's hello, before the prompt
+    await flush();
+    expect(channel.state.phase).toBe('ready');
+    expect(channel.connected).toBe(true);
+    expect(announce.isDisposed).toBe(true); // one comm per notebook view: the knock's
+    expect(wire.slice(2)).toEqual(['send announce hello', 'close announce']);
+
+    const sent = wire.length;
+    channel.promptScheduled(); // answered: no more hellos
+    expect(wire.length).toBe(sent);
+  });
+
+  it('changes nothing when the kernel turns the knock away, and knocks again for the next prompt', async () => {
+    const { channel, comms, wire } = fakeNotebook();
+    await flush();
+    comms[0].closed();
+    channel.promptScheduled();
+    comms[1].closed(); // boopiter still not loaded when the kernel read it
+    await flush();
+    expect([channel.state.phase, channel.connected]).toEqual(['absent', false]);
+    channel.promptScheduled();
+    expect(wire.at(-1)).toBe('open c3 hello');
+  });
+});

@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest';
+import { applyEdit, diffRange, IEditableCell, IEditableNotebook, MAX_EDIT_SOURCE } from '../../src/channel/edits';
+import { IEditMessage } from '../../src/protocol/messages';
+import { parseKernelMessage } from '../../src/protocol/parse';
+
+class CellStub implements IEditableCell {
+  constructor(readonly id: string, readonly cell_type: string, public source: string, public metadata: object = {}) {}
+  updates: [number, number, string][] = [];
+  getSource(): string {
+    return this.source;
+  }
+  updateSource(start: number, end: number, value = ''): void {
+    this.updates.push([start, end, value]);
+    this.source = this.source.slice(0, start) + value + this.source.slice(end);
+  }
+}
+
+/** A shared notebook: its cells, and a log of transactions and undo captures (an undo step is stop..stop). */
+class NotebookStub implements IEditableNotebook {
+  constructor(public cells: CellStub[]) {}
+  log: string[] = [];
+  private _open = false;
+  readonly undoManager = { stopCapturing: () => this.log.push('stop') };
+  transact(f: () => void, undoable?: boolean): void {
+    this.log.push(`begin${undoable ? ' undoable' : ''}`);
+    this._open = true;
+    f();
+    this._open = false;
+    this.log.push('end');
+  }
+  insertCell(index: number, cell: { cell_type: string; source: string; metadata?: object }): IEditableCell {
+    if (!this._open) {
+      throw new Error('insert outside a transaction');
+    }
+    const c = new CellStub(`new${index}`, cell.cell_type, cell.source, cell.metadata);
+    this.cells.splice(index, 0, c);
+    return c;
+  }
+  sources(): string[] {
+    return this.cells.map(c => c.source);
+  }
+}
+
+const notebook = () =>
+  new NotebookStub([new CellStub('c1', 'code', 'x = 1'), new CellStub('m2', 'markdown', '# Notes'), new CellStub('r3', 'raw', 'raw'), new CellStub('c4', 'code', 'y = 2')]);
+const edit = (fields: object) => parseKernelMessage({ type: 'edit', id: 'e1', ...fields }) as IEditMessage;
+
+describe('applyEdit: add', () => {
+  it('adds a code cell below the named one, in one undo step, and says where', () => {
+    const nb = notebook();
+    const out = applyEdit(nb, edit({ op: 'add', after: 'c1', source: 'z = 3', cell_type: 'code' }));
+    expect(out).toEqual({ ok: true, cellId: 'new1', message: 'done: added a code cell new1 below c1 (Undo in the notebook reverts it)' });
+    expect(nb.sources()).toEqual(['x = 1', 'z = 3', '# Notes', 'raw', 'y = 2']);
+    expect(nb.cells[1].metadata).toEqual({ trusted: true });
+    expect(nb.log).toEqual(['stop', 'begin undoable', 'end', 'stop']);
+  });
+
+  it('adds Markdown and prompt cells, and below the last cell', () => {
+    const nb = notebook();
+    expect(applyEdit(nb, edit({ op: 'add', after: 'c4', source: '## More', cell_type: 'markdown' })).message).toMatch(
+      /^done: added a Markdown cell new4 below c4/
+    );
+    expect(nb.cells[4]).toMatchObject({ cell_type: 'markdown', source: '## More', metadata: {} });
+    expect(applyEdit(nb, edit({ op: 'add', after: 'm2', source: '%%prompt\nWhy?', cell_type: 'code' })).message).toMatch(
+      /^done: added a prompt cell new2 below m2/
+    );
+  });
+
+  it('refuses an unknown cell, a raw cell, and a bad cell type, changing nothing', () => {
+    const nb = notebook();
+    expect(applyEdit(nb, edit({ op: 'add', after: 'gone', source: 'z', cell_type: 'code' }))).toEqual({
+      ok: false,
+      message: 'refused: no code or Markdown cell gone in the notebook (it was deleted, or the id is wrong); list the cells again'
+    });
+    expect(applyEdit(nb, edit({ op: 'add', after: 'r3', source: 'z', cell_type: 'code' })).ok).toBe(false);
+    expect(applyEdit(nb, edit({ op: 'add', after: 'c1', source: 'z', cell_type: 'raw' }))).toEqual({
+      ok: false,
+      message: "refused: `cell_type` must be 'code' or 'markdown'"
+    });
+    expect(nb.sources()).toEqual(notebook().sources());
+    expect(nb.log).toEqual([]);
+  });
+});
+
+describe('applyEdit: edit', () => {
+  it('replaces the text when the cell still holds what the model read, changing only what differs', () => {
+    const nb = notebook();
+    const out = applyEdit(nb, edit({ op: 'edit', cell: 'c4', source: 'y = 20', expect: 'y = 2' }));
+    expect(out).toEqual({ ok: true, cellId: 'c4', message: 'done: replaced the text of cell c4 (Undo in the notebook reverts it)' });
+    expect(nb.cells[3].source).toBe('y = 20');
+    expect(nb.cells[3].updates).toEqual([[5, 5, '0']]);
+    expect(nb.log).toEqual(['stop', 'begin undoable', 'end', 'stop']);
+  });
+
+  it('refuses a cell the user changed since the model read it', () => {
+    const nb = notebook();
+    const out = applyEdit(nb, edit({ op: 'edit', cell: 'c1', source: 'x = 2', expect: 'x = 0' }));
+    expect(out.ok).toBe(false);
+    expect(out.message).toBe('refused: cell c1 changed since the model read it (the user edited it); read it again before editing it');
+    expect(nb.cells[0].source).toBe('x = 1');
+    expect(nb.log).toEqual([]);
+  });
+
+  it('refuses an unknown cell; says so when nothing would change', () => {
+    const nb = notebook();
+    expect(applyEdit(nb, edit({ op: 'edit', cell: 'nope', source: 'a', expect: 'b' })).message).toMatch(/^refused: no code or Markdown cell nope/);
+    expect(applyEdit(nb, edit({ op: 'edit', cell: 'm2', source: '# Notes', expect: '# Notes' }))).toEqual({
+      ok: true,
+      cellId: 'm2',
+      message: 'done: cell m2 already holds that text; nothing changed'
+    });
+    expect(nb.log).toEqual([]);
+  });
+});
+
+describe('applyEdit: refusals of the request itself', () => {
+  it('refuses an unknown op, missing fields, a read-only notebook and too long a text', () => {
+    const nb = notebook();
+    expect(applyEdit(nb, edit({ op: 'delete', cell: 'c1' })).message).toBe('refused: unknown op "delete"');
+    expect(applyEdit(nb, edit({ op: 'edit', cell: 'c1', source: 'x' })).message).toBe('refused: `expect` must be text');
+    expect(applyEdit(nb, edit({ op: 'edit', cell: 'c1', source: 'x', expect: 'x = 1' }), true).message).toBe(
+      'refused: the notebook is read-only here'
+    );
+    const long = 'x'.repeat(MAX_EDIT_SOURCE + 1);
+    expect(applyEdit(nb, edit({ op: 'add', after: 'c1', source: long, cell_type: 'code' })).message).toMatch(/longer than 1,000,000/);
+    expect(nb.log).toEqual([]);
+  });
+
+  it('keeps a message on one line whatever the ids hold', () => {
+    const nb = notebook();
+    const out = applyEdit(nb, edit({ op: 'edit', cell: 'a\nb\u2028' + 'c'.repeat(200), source: '', expect: '' }));
+    expect(out.message).not.toMatch(/[\n\u2028]/);
+    expect(out.message.length).toBeLessThan(200);
+  });
+});
+
+describe('diffRange', () => {
+  it('finds the changed middle', () => {
+    expect(diffRange('abcdef', 'abXYef')).toEqual({ start: 2, end: 4, text: 'XY' });
+    expect(diffRange('aaa', 'aaaa')).toEqual({ start: 3, end: 3, text: 'a' });
+    expect(diffRange('', 'new')).toEqual({ start: 0, end: 0, text: 'new' });
+    expect(diffRange('old', '')).toEqual({ start: 0, end: 3, text: '' });
+  });
+
+  it('never splits a surrogate pair', () => {
+    const before = 'x 😀 y';
+    const after = 'x 😃 y';
+    const r = diffRange(before, after);
+    expect(before.slice(0, r.start) + r.text + before.slice(r.end)).toBe(after);
+    expect(r.text).toBe('😃');
+  });
+});
