@@ -151,9 +151,9 @@ def main():
         t, run = timed(vis)
         t_warm.append(t)
         copy = fresh(cells)   # made outside the timing: only the lookups are measured
-        t_reread.append(timed(lambda: vis(copy))[0])
+        t_reread.append(timed(lambda copy=copy: vis(copy))[0])
         del copy
-    (b_msgs, b_ledger), (v_msgs, v_ledger) = base(), run
+    (_, b_ledger), (v_msgs, v_ledger) = base(), run
     kept = len(images._cache)
 
     med = {k: statistics.median(v) * 1000

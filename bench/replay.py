@@ -10,7 +10,9 @@ as a prompt below them sees it. Medians of N repeats, in one process:
    with execution counts and addresses normalised; each image by its own SHA-256, remembered), cold
    (the first prompt after the figures appeared) and warm (every later one, with freshly built messages);
 3. lookup: `find_saved_reply` through the cells' outputs (this kernel's and the saved notebook's), a
-   miss, so every output is looked at.
+   miss, so every output is looked at;
+4. fingerprint: `context_fingerprint` of the cells the context sent (what a reply's metadata keeps, for a rerun
+   to say which cells changed), and `context_changes` against a saved one where one cell changed.
 """
 
 import argparse, base64, io, statistics, sys, time
@@ -20,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 from boopiter_ext.context.build import Cell, build_context   # noqa: E402
 from boopiter_ext.core import replay   # noqa: E402
-from boopiter_ext.core.replay import find_saved_reply, request_digest   # noqa: E402
+from boopiter_ext.core.replay import context_changes, context_fingerprint, find_saved_reply, request_digest   # noqa: E402
 
 
 def noise(w, h):
@@ -75,12 +77,18 @@ def main():
         t = time.perf_counter(); request_digest('qwen3:1.7b', fresh, opts); warm.append(time.perf_counter() - t)
     t_digest = statistics.median(warm) * 1000
     t_lookup = median_ms(lambda: find_saved_reply(digest, cells, cells), n)   # a miss: every output looked at, twice
+    t_fp = median_ms(lambda: context_fingerprint(build()[1]['sent']), n) - t_build   # on freshly built cells' texts
+    saved = context_fingerprint(ledger['sent'])
+    saved[3] = [saved[3][0], '0' * 12]
+    t_changes = median_ms(lambda: context_changes(saved, ledger['sent']), n)
     size = sum(len(str(m['content'])) for m in msgs)
     print(f'{len(cells)} cells, {ledger["images"]} images sent, {size / 1e6:.1f} MB of messages; medians of {n}')
     print(f'baseline: build_context        {t_build:7.2f} ms')
     print(f'request_digest, cold           {t_cold:7.2f} ms   {t_cold / t_build:5.2f}x baseline (images hashed)')
     print(f'request_digest, warm           {t_digest:7.2f} ms   {t_digest / t_build:5.2f}x baseline')
     print(f'find_saved_reply (a miss)      {t_lookup:7.2f} ms   {t_lookup / t_build:5.2f}x baseline')
+    print(f'context_fingerprint            {t_fp:7.2f} ms   {t_fp / t_build:5.2f}x baseline')
+    print(f'context_changes (one changed)  {t_changes:7.2f} ms   {t_changes / t_build:5.2f}x baseline')
     print(f'recognising a repeat costs {t_digest + t_lookup:.1f} ms a prompt; a reused reply saves the whole model call')
 
 

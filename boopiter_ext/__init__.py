@@ -54,6 +54,19 @@ def load_ipython_extension(ip):
     if magics.set_cost_map: os.environ[_COST_MAP] = 'True'  # litellm would otherwise download a price map at import
     ip.register_magics(magics)
     magics.start()
+    _quiet_again(ip)
+
+
+def _quiet_again(ip):
+    """`%load_ext boopiter_ext` run again while boopiter is loaded (the notebook's own load cell, on Run All in the same
+    kernel) says nothing: boopiter is loaded, as the cell asks. IPython would print "already loaded ... %reload_ext"
+    under it every time; `%reload_ext` and `%unload_ext` work as ever."""
+    mgr = getattr(ip, 'extension_manager', None)
+    if mgr is None or 'load_extension' in vars(mgr): return
+    def load_extension(module_str):
+        if module_str == __name__ and module_str in mgr.loaded and 'BoopMagics' in ip.magics_manager.registry: return None
+        return type(mgr).load_extension(mgr, module_str)
+    mgr.load_extension = load_extension
 
 
 def _frontend_load(ip):
@@ -70,6 +83,8 @@ def unload_ipython_extension(ip):
     global _frontend_loaded
     magics = ip.magics_manager.registry.pop('BoopMagics', None)
     if magics is None: return
+    mgr = getattr(ip, 'extension_manager', None)
+    if mgr is not None: vars(mgr).pop('load_extension', None)   # `_quiet_again` undone
     if magics is _frontend_loaded: _frontend_loaded = None
     for kind,name in (('cell', 'prompt'), ('line', 'boop')):
         if getattr(ip.magics_manager.magics[kind].get(name), '__self__', None) is magics: del ip.magics_manager.magics[kind][name]

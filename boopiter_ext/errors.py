@@ -26,6 +26,8 @@ __all__ = ['BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaErr
            'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'ReplyTooLong', 'NoModel', 'SettingsError',
            'DeadDropError', 'CassetteDrift', 'BenchError', 'LocalModelError', 'install_hint']
 
+from .redact import mask
+
 
 def install_hint(
     extra:str,  # The optional extra that is missing: 'local', 'cloud', 'pdf'
@@ -36,10 +38,12 @@ def install_hint(
 
 
 class BoopError(Exception):
-    "Base class for every error boopiter_ext raises."
+    "Base class for every error boopiter_ext raises; its message never shows a key the kernel sends (`redact.mask`)."
     def __init__(self, msg='', **context):
         super().__init__(msg)
-        for k,v in context.items(): setattr(self, k, v)
+        for k,v in context.items(): setattr(self, k, mask(v))   # `body`: a server's words, which may repeat the key
+
+    def __str__(self): return mask(super().__str__())
 
     def _render_traceback_(self): return [f'{type(self).__name__}: {self}']
 

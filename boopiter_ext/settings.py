@@ -19,6 +19,11 @@ Precedence, highest first (`load_settings`):
 So a project's file beats a user's machine-wide defaults, which beat the site's, and what you type in the notebook
 beats them all. The site's file may set whatever your own may (a key variable, `web_allow`, the dead-drop folder).
 
+Except for consent (`CONSENT_KEYS`): auto-run and the tool sources that act or reach outside (`web`, `notebook`) are
+yours to turn on. A notebook's binding and a project's settings.ini may propose them, never grant them: `Settings.yours`
+holds what your own layers alone say of those keys (a cell's option, `%config`, your settings.ini, `c.BoopMagics`,
+the system file, the default), and `core/consent.py` turns off what the others want beyond it and you did not accept.
+
 Named endpoints (model servers) are sections of the same files, one per server (`read_endpoints`):
 
     [boopiter.endpoint.gpu1]
@@ -53,7 +58,7 @@ key of yours is sent to a server a cloned repository declared.
 __all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'RULES', 'MAX_CONTEXT', 'Settings', 'check_setting',
            'refusal', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini', 'user_ini', 'ollama_url', 'public_url',
            'short_source', 'declared_models', 'Endpoint', 'ENDPOINT_KINDS', 'ENDPOINT_NAME', 'MAX_ENDPOINTS', 'read_endpoints',
-           'system_ini', 'parse_allow']
+           'system_ini', 'parse_allow', 'CONSENT_KEYS']
 
 import configparser, os, re, sys
 from dataclasses import dataclass
@@ -111,6 +116,7 @@ SETTINGS = dict(  # key: (type, default, help)
     system_prompt=(str, '', "Extra instructions appended to the built-in system prompt."),
 )
 DEFAULTS = {k: d for k,(t,d,h) in SETTINGS.items()}
+CONSENT_KEYS = ('auto', 'tools')   # what a notebook or a project may propose and only you may grant (core/consent.py)
 EFFORTS = dict(l='low', m='medium', h='high')   # `think` levels as the servers name them
 THINK_LEVELS = ('l', 'm', 'h', 'off')
 _SECRET = re.compile(r'key|token|secret|password', re.I)
@@ -254,12 +260,16 @@ class Settings(dict):
     """Resolved settings: a dict of values; `source[key]` names the layer each value came from; `warnings` lists
     problems; `notes` says the same with files named short (fit for a prompt's output, which is saved);
     `project` and `system` are the project and system settings files used, if any; `endpoints` the named model
-    servers by name (`Endpoint`); `screened` says what of a saved binding was ignored."""
+    servers by name (`Endpoint`); `screened` says what of a saved binding was ignored; `yours` the consent keys as your
+    own layers alone set them, and `proposed` what a notebook or a project asked for beyond them that was turned off
+    (`core/consent.py`), with `consent` saying so in words."""
     def __init__(self, values, source, warnings=()):
         super().__init__(values)
         self.source, self.warnings, self.project, self.system, self.screened = source, list(warnings), None, None, []
         self.endpoints = {}
         self.notes = list(self.warnings)
+        self.yours = {k: DEFAULTS[k] for k in CONSENT_KEYS}   # until `load_settings` says: nothing granted
+        self.proposed, self.consent = [], ''
 
 
 _BOOLS = configparser.ConfigParser.BOOLEAN_STATES   # on/off, yes/no, true/false, 1/0: as `getboolean` reads them
@@ -295,7 +305,7 @@ def read_ini(
 
 
 def _has_section(path):
-    "Whether `path` has a `[boopiter]` section, or an endpoint's (`[boopiter.endpoint.NAME]`)."
+    "Whether `path` has a `[boopiter]` section or an endpoint's (`[boopiter.endpoint.NAME]`)."
     try: text = path.read_text(encoding='utf-8') if path.is_file() else ''
     except (OSError, UnicodeDecodeError): return False
     return re.search(r'(?m)^\s*\[boopiter(\]|\.endpoint\.)', text) is not None
@@ -456,6 +466,10 @@ def load_settings(
                            ('BOOPITER_CASSETTE', dict(cassette=env['BOOPITER_CASSETTE'])),   # a run's own choice
                            (str(proj), pvals), (str(user), uvals), ('c.BoopMagics', config), (str(system), svals),
                            ('OLLAMA_HOST', dict(host=env['OLLAMA_HOST'])))
+    yours = resolve_settings(*[(name, {k: v for k,v in (layer or {}).items() if k in CONSENT_KEYS}) for name,layer in
+                               (('cell option', cell), ('%config', runtime), (str(user), uvals), ('c.BoopMagics', config),
+                                (str(system), svals))])
+    res.yours = Settings({k: yours[k] for k in CONSENT_KEYS}, {k: yours.source[k] for k in CONSENT_KEYS})   # with sources
     res.endpoints, ewarn = _all_endpoints(proj, user, system, environ)
     res.warnings = pwarn + uwarn + swarn + ewarn + res.warnings
     res.project, res.system = str(proj) if proj else None, str(system) if system else None

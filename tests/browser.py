@@ -1,7 +1,9 @@
-"""The browser tests' harness: a real `jupyter lab` / `jupyter notebook` server per test module, headless Debian
-chromium driven by playwright, and helpers that act as a user does and wait for conditions (never for time).
+"""The browser tests' harness: a real `jupyter lab` / `jupyter notebook` server per test session (one each, shared by
+every browser test: each test writes its own notebooks, and its kernels are shut down after it), headless Debian
+chromium driven by playwright (one per module, a fresh browser context per test), and helpers that act as a user does
+and wait for conditions (never for time).
 
-    from browser import app, chromium, lab, nb7, page, artifacts   # the fixtures (servers and browser per module)
+    from browser import app, chromium, lab, nb7, page, artifacts   # the fixtures
 
     @both_apps                                  # once in JupyterLab 4, once in Notebook 7
     def test_x(app, page, srv): ...             # `app`: that server; its kernels are shut down after the test
@@ -13,7 +15,6 @@ the screenshots. Selectors come from js/src: the toolbar item `[data-jp-item-nam
 """
 
 import importlib.util, json, os, re, signal, struct, subprocess, sys, time, urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 import nbformat, psutil, pytest
 from conftest import _LEAKY
@@ -64,6 +65,10 @@ class Jupyter:
         autosave.parent.mkdir(parents=True)
         autosave.write_text('{"autosave": false}')   # a file on disk changes only when a test saves it
         env = {k: v for k,v in os.environ.items() if k not in _LEAKY}
+        traced = env.pop('COVERAGE_PROCESS_CONFIG', None)   # under tests/coverage.sh: the kernels, not the server
+        if traced:   # JUPYTER_PATH comes first, before even the venv's own kernelspecs
+            self.kernelspec(tmp/'jupyter-path', COVERAGE_PROCESS_CONFIG=traced)
+            env['JUPYTER_PATH'] = os.pathsep.join(p for p in (str(tmp/'jupyter-path'), env.get('JUPYTER_PATH')) if p)
         # JUPYTER_DATA_DIR: the notebook signatures (trust) stay in the test's folder; extensions are in sys.prefix
         self.env = dict(env, OLLAMA_HOST=ollama_host, IPYTHONDIR=str(self.ipython_dir), XDG_CONFIG_HOME=str(tmp/'xdg'),
                         JUPYTER_CONFIG_DIR=str(tmp/'jupyter-config'), JUPYTER_RUNTIME_DIR=str(tmp/'runtime'),
@@ -79,6 +84,16 @@ class Jupyter:
         with open(self.log_path, 'wb') as log:
             self.proc = subprocess.Popen(args, env=self.env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
+
+    @staticmethod
+    def kernelspec(data_dir, **env):
+        """The `python3` kernel as ipykernel installs it, with `env` added: the server runs no boopiter code, so only its
+        kernels are measured (tracing the server's Tornado loop made each browser test slower, for nothing)."""
+        spec = data_dir/'kernels'/'python3'/'kernel.json'
+        spec.parent.mkdir(parents=True, exist_ok=True)
+        spec.write_text(json.dumps(dict(argv=[sys.executable, '-m', 'ipykernel_launcher', '-f', '{connection_file}'],
+                                        display_name='Python 3 (ipykernel)', language='python',
+                                        metadata={'debugger': True}, env=env)))
 
     def url(self, path): return f'{self.base}/{path}?token={TOKEN}'
 
@@ -126,13 +141,6 @@ class Jupyter:
         return alive
 
 
-@contextmanager
-def jupyter(app, tmp, ollama_host):
-    server = Jupyter(app, tmp, ollama_host)
-    try: yield server.wait_ready()
-    finally: assert not server.stop(), 'kernels outlived their server'
-
-
 @pytest.fixture(scope='module')
 def chromium():
     chromium_or_skip()
@@ -143,14 +151,33 @@ def chromium():
         finally: browser.close()
 
 
-@pytest.fixture(scope='module')
-def lab(chromium, server, tmp_path_factory):
-    with jupyter('lab', tmp_path_factory.mktemp('lab'), server.host) as s: yield s
+class Servers:
+    "The session's Jupyter servers (conftest's `jupyter_servers`): each app's started on first use, all stopped at the end."
+    def __init__(self, tmp_path_factory, ollama_host): self.tmp, self.host, self.running = tmp_path_factory, ollama_host, {}
+    def __enter__(self): return self
+
+    def get(self, app)->Jupyter:
+        if app not in self.running:
+            server = Jupyter(app, self.tmp.mktemp({'lab': 'lab', 'notebook': 'nb7'}[app]), self.host)
+            self.running[app] = server
+            server.wait_ready()
+        return self.running[app]
+
+    def __exit__(self, *exc):
+        outlived = [app for app, server in self.running.items() if server.stop()]
+        assert not outlived, f'kernels outlived their server: {outlived}'
 
 
-@pytest.fixture(scope='module')
-def nb7(chromium, server, tmp_path_factory):
-    with jupyter('notebook', tmp_path_factory.mktemp('nb7'), server.host) as s: yield s
+@pytest.fixture(scope='session')
+def lab(jupyter_servers):
+    chromium_or_skip()
+    return jupyter_servers.get('lab')
+
+
+@pytest.fixture(scope='session')
+def nb7(jupyter_servers):
+    chromium_or_skip()
+    return jupyter_servers.get('notebook')
 
 
 @pytest.fixture
@@ -389,9 +416,21 @@ def long_markdown(words, seed=0):
 
 
 def load_from_menu(page, server):
-    "Load boopiter as a user does in a notebook that never used it: the brain menu's 'Load boopiter'."
+    """Load boopiter as a user does in a notebook that never used it: one click on the brain menu's 'Load boopiter',
+    which puts a `%load_ext boopiter_ext` cell above the first code cell and runs it (cells below it move down one)."""
     until(page, server, f"{MENU_PHASE} === 'absent'", "the menu offering 'Load boopiter'")
-    open_menu(page, server).locator('[data-action="load"]').click()
-    until(page, server, f"{MENU_PHASE} === 'ready'", 'boopiter loaded')
+    page.locator(MENU_BUTTON).click()
+    until(page, server, f"{MENU_PHASE} === 'ready' && document.querySelector('{MENU_PANEL}')", 'boopiter loaded')
     page.keyboard.press('Escape')
     until(page, server, f"!document.querySelector('{MENU_PANEL}')", 'the menu closed')
+
+
+LOAD_CODE = '__import__("boopiter_ext")._frontend_load(get_ipython())'
+
+
+def load_boopiter(page, server):
+    """boopiter loaded in the kernel, silently and with no cell added (as the page loads it for a notebook that used it
+    before), for tests about something else: their cells stay where they are."""
+    until(page, server, f"{MENU_PHASE} === 'absent'", 'the menu, before loading')
+    execute_silently(page, LOAD_CODE)
+    until(page, server, f"{MENU_PHASE} === 'ready'", 'boopiter loaded')

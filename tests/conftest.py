@@ -25,11 +25,42 @@ def clean_environ(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
+# whole files of minutes of CPU: the generated corpora of the property tests, the frontend's vitest and the lint; and
+# litellm's tests (importing it costs 3-4 s a process)
+_HEAVY_FILES = {'test_properties.py', 'test_properties_calls.py', 'test_properties_files.py', 'test_frontend_units.py',
+               'test_lint.py', 'test_litellm.py'}
+
+
 def pytest_collection_modifyitems(items):
-    "A test that takes the `kernel` fixture (directly or through another fixture) starts a kernel: it is slow."
+    """A test that takes the `kernel` fixture (directly or through another fixture) starts a kernel: it is `slow`. One
+    that takes seconds of CPU in this process is `heavy`: a `timed` one (it measures rates at sizes that take seconds),
+    every test of `_HEAVY_FILES`, and the generated corpora marked so. The fast tests (`-m 'not slow and not heavy'`)
+    are what is left; mutation testing (tests/mutation.py) runs the heavy ones too.
+    Under pytest-xdist (`-n 2 --dist loadgroup`) the browser tests share one worker, so its Jupyter servers start once
+    (`jupyter_servers`), and the tests that run the embedded model share another worker's cores one at a time."""
     for item in items:
         if 'kernel' in getattr(item, 'fixturenames', ()) and not item.get_closest_marker('slow'):
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker('timed') or item.path.name in _HEAVY_FILES: item.add_marker(pytest.mark.heavy)
+        name = item.path.name
+        if name.startswith('test_browser'): item.add_marker(pytest.mark.xdist_group('browser'))
+        elif name == 'test_local.py': item.add_marker(pytest.mark.xdist_group('embedded'))
+
+
+@pytest.fixture(autouse=True)
+def untraced_when_timed(request):
+    """A test marked `timed` measures how its code's time grows (rates and ratios): coverage's tracer, which would
+    multiply the time of every Python call it makes, is paused while it runs (the lines it runs are covered by others)."""
+    cov = None
+    if request.node.get_closest_marker('timed') and 'coverage' in sys.modules:
+        import coverage
+        cov = coverage.Coverage.current()
+    if cov is None:
+        yield
+        return
+    cov.stop()
+    try: yield
+    finally: cov.start()
 
 
 @pytest.fixture(autouse=True)
@@ -45,6 +76,13 @@ def kernels_only_in_slow_tests(request, monkeypatch):
 @pytest.fixture(scope='session')
 def server():
     with OllamaTestServer() as s: yield s
+
+
+@pytest.fixture(scope='session')
+def jupyter_servers(server, tmp_path_factory):
+    "The browser tests' `jupyter lab` and `jupyter notebook`, each started when a test first needs it, once a session."
+    from browser import Servers
+    with Servers(tmp_path_factory, server.host) as s: yield s
 
 
 @pytest.fixture

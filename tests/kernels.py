@@ -14,7 +14,7 @@ Widgets are followed as a frontend follows them (`comm_open`, then `update` mess
 find one by its state and act on it the way a browser would (`set_widget`, `click`).
 """
 
-import os, queue, sys, threading, time
+import os, queue, threading, time
 from dataclasses import dataclass, field
 from jupyter_client.manager import KernelManager
 
@@ -132,7 +132,8 @@ class KernelSession:
                 res.outputs.append(dict(output_type='error', **{k: c[k] for k in ('ename', 'evalue', 'traceback')}))
                 res.error = c
         if shell_reply:
-            reply = self.kc.get_shell_msg(timeout=timeout)
+            while (reply := self.kc.get_shell_msg(timeout=timeout))['parent_header'].get('msg_id') != msg_id:
+                pass   # a reply to an earlier request: `wait_for_ready` may leave a kernel_info_reply unread
             res.status, res.payload = reply['content']['status'], reply['content'].get('payload', [])
         return res
 

@@ -4,11 +4,13 @@
     .venv/bin/python tests/mutation.py tools.guards render.reply --budget 900   # some, longer
     .venv/bin/python tests/mutation.py tools.guards --sample 80 --seed 1        # a random sample of 80 mutants
     .venv/bin/python tests/mutation.py tools.guards -v --json out.json          # each mutant as it ends; the results as JSON
+    .venv/bin/python tests/mutation.py guards --pool --sample 40 --seed 2 --jobs 1   # one sample of 40 over guards' 4 modules
 
 Modules are named by their dotted path in the package (`tools.guards`, `context.build`); a module's own name will do
 when only one has it (`screening`), and the names from before the package had subpackages still work: `guards`
 (blocks, guards, screening and lenient in tools/), `tools` (registry, files, kernel), `render`, `context`, `binding`,
-`replay`, `stream`.
+`replay`, `stream`. With `--pool`, the modules one name stands for share one sample of `--sample` mutants (drawn from
+all of theirs), and the report adds their score together.
 
 A mutant is the module with one small change inside a function: an operator swapped (`<` for `<=`, `and` for `or`,
 `+` for `-`, `in` for `not in`), a number moved by one, `True` for `False`, a `not` dropped, a `return` of `None`,
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FAST = ['-m', 'not slow', '-k', 'not linear and not proportion and not 100_000 and not quadratic and not hostile and not '
         'costs_the_same and not lisette']   # timing tests measure rates, not results; lisette's import costs 4 s
 _GUARDS = ['test_guards.py', 'test_screening.py', 'test_toolloop_core.py', 'test_properties_calls.py']
-_TOOLS = ['test_tools.py', 'test_screening.py']
+_TOOLS = ['test_tools.py', 'test_refs.py', 'test_screening.py']
 TESTS = {   # the fast tests that exercise each module (files that import it and start no kernel; no timing ones)
     'tools.blocks': _GUARDS, 'tools.guards': _GUARDS, 'tools.screening': _GUARDS, 'tools.lenient': _GUARDS,
     'render.reply': ['test_render.py', 'test_stream.py', 'test_replay.py', 'test_toolloop_core.py', 'test_context.py',
@@ -40,8 +42,10 @@ TESTS = {   # the fast tests that exercise each module (files that import it and
     'core.binding': ['test_binding.py', 'test_properties_files.py', 'test_boundaries.py', 'test_catalog.py'],
     'models.stream': ['test_stream.py', 'test_render.py', 'test_replay.py', 'test_properties_calls.py', 'test_stalls.py'],
     'core.replay': ['test_replay.py', 'test_properties_files.py', 'test_boundaries.py'],
-    'context.build': ['test_context.py', 'test_images.py', 'test_screening.py'],
+    'context.build': ['test_context.py', 'test_images.py', 'test_screening.py', 'test_hidden.py', 'test_stale.py'],
     'tools.registry': _TOOLS, 'tools.files': _TOOLS, 'tools.kernel': _TOOLS,
+    'tools.notebook': ['test_notebook_tools.py', 'test_hidden.py'],
+    'core.refs': ['test_refs.py', 'test_secrets.py', 'test_hidden.py', 'test_context.py'],
 }
 OLD_NAMES = dict(   # the modules before the package had subpackages: guards.py and tools.py are split since
     guards=['tools.blocks', 'tools.guards', 'tools.screening', 'tools.lenient'], tools=['tools.registry', 'tools.files',
@@ -226,17 +230,30 @@ def wait(pid, r, timeout):
     return 'timeout'
 
 
-def mutate_module(name, budget, sample, seed, jobs, log):
+def module_source(name)->str: return Path(importlib.import_module(f'boopiter_ext.{name}').__file__).read_text()
+
+
+def pooled(names, sample, seed)->dict:
+    "module -> its part of one sample of `sample` mutants drawn from all the mutants of `names` together."
+    every = [(n, m) for n in names for m in mutants(module_source(n))]
+    chosen = random.Random(seed).sample(every, min(sample, len(every)))
+    return {n: [m for k, m in chosen if k == n] for n in names}
+
+
+def mutate_module(name, budget, sample, seed, jobs, log, todo=None):
     module = importlib.import_module(f'boopiter_ext.{name}')
     path = Path(module.__file__)
     source = path.read_text()
     tests = [str(ROOT/'tests'/t) for t in TESTS[name]]
+    every = mutants(source)
+    if todo is None:
+        todo = random.Random(seed).sample(every, min(sample, len(every))) if sample else random.Random(seed).sample(every, len(every))
+    if not todo: return dict(module=name, mutants=len(every), ran=0, killed=0, survived=[], skipped=0, errors=[],
+                             clean_run_s=0, score=0.0, seconds=0)
     t = time.monotonic()
     base = wait(*run_tests(module, tests), timeout=600)
     clean = time.monotonic() - t
     if base != 0: raise SystemExit(f'{name}: the tests fail without any mutant (pytest exit {base})')
-    every = mutants(source)
-    todo = random.Random(seed).sample(every, min(sample, len(every))) if sample else random.Random(seed).sample(every, len(every))
     results, running, start = [], {}, time.monotonic()
     pending = list(todo)
     while pending or running:
@@ -281,6 +298,7 @@ def main(argv=None):
     p.add_argument('--sample', type=int, default=0, help='mutants per module, drawn at random (default: all, budget allowing)')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--jobs', type=int, default=2)
+    p.add_argument('--pool', action='store_true', help='the modules one name stands for share one sample (with --sample)')
     p.add_argument('--json', type=Path, help='write the results here')
     p.add_argument('-v', '--verbose', action='store_true', help='print each mutant as it ends')
     args = p.parse_args(argv)
@@ -289,14 +307,21 @@ def main(argv=None):
     import pytest, IPython, jupyter_client.manager, requests, nbformat, PIL.Image, markdown_it  # noqa: F401  (once, before the forks)
     log = print if args.verbose else (lambda s: None)
     report = []
-    for name in module_names(args.modules):
-        res = mutate_module(name, args.budget, args.sample, args.seed, args.jobs, log)
-        report.append(res)
-        source = Path(importlib.import_module(f'boopiter_ext.{name}').__file__).read_text()
-        print(f'{name:15} {res["score"]:6.1%} killed  ({res["killed"]} of {res["ran"]} run; {res["mutants"]} mutants in all, '
-              f'{res["skipped"]} not applicable; {len(res["errors"])} errors; {res["seconds"]} s; clean run {res["clean_run_s"]} s)',
-              flush=True)
-        for m in sorted(res['survived'], key=lambda m: m['line']): print(show(m, source), flush=True)
+    for arg in args.modules:
+        names = [n for n in module_names([arg]) if n not in [r['module'] for r in report]]
+        todo = pooled(names, args.sample, args.seed) if args.pool and args.sample and len(names) > 1 else {}
+        group = []
+        for name in names:
+            res = mutate_module(name, args.budget, args.sample, args.seed, args.jobs, log, todo.get(name))
+            report.append(res); group.append(res)
+            source = module_source(name)
+            print(f'{name:15} {res["score"]:6.1%} killed  ({res["killed"]} of {res["ran"]} run; {res["mutants"]} mutants in all, '
+                  f'{res["skipped"]} not applicable; {len(res["errors"])} errors; {res["seconds"]} s; clean run {res["clean_run_s"]} s)',
+                  flush=True)
+            for m in sorted(res['survived'], key=lambda m: m['line']): print(show(m, source), flush=True)
+        if todo:
+            killed, ran = sum(r['killed'] for r in group), sum(r['ran'] for r in group)
+            print(f'{arg:15} {killed / max(1, ran):6.1%} killed  ({killed} of {ran} run, pooled over {", ".join(names)})', flush=True)
     if args.json: args.json.write_text(json.dumps(report, indent=1))
 
 

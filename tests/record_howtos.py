@@ -48,6 +48,12 @@ HOWTOS = {
         (_code("calculator('2340 * 0.175')"), None), ('409.5.', None),
         ('I answer questions about your notebook.', None),
         ('It is about 400.', None), (_code("create_ticket('Say hello back')"), None), ('Hello! I can help.', None)]),
+    # `lab` is the test server's Ollama API, `gateway` its OpenAI-compatible /v1: the recording stands both up
+    '10_teams': ((), [
+        ('Teams share GPU servers because one large GPU kept busy by many people costs less than a GPU on every '
+         'laptop, and it runs models no laptop could hold.', None),
+        ('A gateway gives everyone one address and one key, and sends each request to a server that can answer it, so '
+         'servers can be added or taken away without anyone changing their settings.', None)]),
     '11_first_hour': ((), [
         ('`total` is 19.75: the sum of 3.50, 4.25 and 12.00. Your next step could be `round(total * 1.2, 2)` for the '
          'price with 20% tax.', None)]),

@@ -73,7 +73,7 @@ def test_a_reply_streams_renders_and_saves_with_the_notebook_as_context(app, pag
     assert saved.cells[2].outputs[0]['text'] == '42\n'
     data = saved_reply(saved, PROMPT_CELL)
     assert data['output_type'] == 'display_data' and data['data']['text/plain'] == REPLY
-    assert data['data'][REPLY_MIME]['status'] == 'done' and data['data'][REPLY_MIME]['markdown'] == REPLY
+    assert data['data'][REPLY_MIME]['status'] == 'done' and '\n\n'.join(data['data'][REPLY_MIME]['blocks']) == REPLY
     assert data['metadata']['boopiter']['model'] == MODEL and data['metadata']['boopiter']['status'] == 'done'
     asked = srv.last_chat()['messages'][-1]['content']
     at = [asked.find(s) for s in ('Multiply two numbers', 'x = 6 * 7', '42', QUESTION)]
@@ -188,7 +188,9 @@ def test_a_model_picked_in_the_menu_is_saved_and_answers_after_reload_restart_an
 SUGGESTION = 'print(x * 2)'
 ASK_QUESTION, FOLLOW_QUESTION = 'How do I print double x?', 'What did the code print?'
 CONSENT_CELLS = ['x = 6 * 7', f'%%prompt\n{ASK_QUESTION}', f'%%prompt\n{FOLLOW_QUESTION}']
-ASK, FOLLOW = 1, 2
+LOAD_CELL = '%load_ext boopiter_ext'
+LOADED = [LOAD_CELL, *CONSENT_CELLS]   # the menu's Load puts the notebook's load cell at the top
+ASK, FOLLOW = 2, 3
 SUGGEST = f'Multiply x by two inside the call to print:\n\n```python\n{SUGGESTION}\n```\n\nRun it when you are ready.'
 NOTHING_RAN, SAW_IT = 'Nothing has run yet, so there is no output to read.', 'The code printed double x.'
 # a whole line: the reply details hold token counts that may contain the digits
@@ -203,7 +205,8 @@ def test_consent_a_reply_s_code_runs_only_on_insert_and_run_as_a_real_cell(app, 
     path = write_notebook(app.root/'consent.ipynb', CONSENT_CELLS)
     page.context.grant_permissions(['clipboard-read', 'clipboard-write'], origin=app.base)
     open_notebook(page, app, path.name)
-    load_from_menu(page, app)                                            # no %load_ext: the menu loads it
+    load_from_menu(page, app)                                            # no %load_ext: the menu puts one in
+    assert page.evaluate(f'() => {SOURCES}') == LOADED
     srv.script(SUGGEST)
     srv.script(NOTHING_RAN)
     run_all(page, app)
@@ -212,7 +215,7 @@ def test_consent_a_reply_s_code_runs_only_on_insert_and_run_as_a_real_cell(app, 
     until(page, app, reply_done(FOLLOW), 'the second reply')
     actions = reply(page, ASK).locator('.boop-CodeActions')
     assert actions.locator('button').all_inner_texts() == ['Insert', 'Insert and run', 'Copy']
-    assert page.evaluate(f'() => {SOURCES}') == CONSENT_CELLS             # nothing was added,
+    assert page.evaluate(f'() => {SOURCES}') == LOADED                    # nothing was added,
     assert not page.evaluate(f'() => {ANY_84}')                          # nothing ran by itself
     assert not cells(page).nth(ASK).locator('.jupyter-widgets').count()  # and no widget fallback beside the reply
     assert not [m for m in srv.last_chat()['messages'] if '84' in str(m['content'])]
@@ -220,17 +223,16 @@ def test_consent_a_reply_s_code_runs_only_on_insert_and_run_as_a_real_cell(app, 
     actions.locator('[data-boop-action="copy"]').click()
     assert page.evaluate('() => navigator.clipboard.readText()').strip() == SUGGESTION
     actions.locator('[data-boop-action="insert"]').click()              # a new cell right below the prompt, not run
-    until(page, app, f'{PANEL}.content.widgets.length === 4', 'the inserted cell')
+    until(page, app, f'{PANEL}.content.widgets.length === 5', 'the inserted cell')
     inserted = page.evaluate(f'() => {PANEL}.content.widgets[{ASK + 1}].model.toJSON()')
     assert inserted['cell_type'] == 'code' and inserted['source'] == SUGGESTION
     assert inserted['execution_count'] is None and inserted['outputs'] == [] and not page.evaluate(f'() => {ANY_84}')
 
     actions.locator('[data-boop-action="run"]').click()                 # a real cell, run by the notebook
-    until(page, app, f'{PANEL}.content.widgets.length === 5 && {PANEL}.content.widgets[{ASK + 2}].model.executionCount',
+    until(page, app, f'{PANEL}.content.widgets.length === 6 && {PANEL}.content.widgets[{ASK + 2}].model.executionCount',
           'the inserted cell run')
     until(page, app, f"({OUTPUT_TEXTS})({ASK + 2}).join('').trim() === '84'", "the run cell's output")
-    assert page.evaluate(f'() => {SOURCES}') == [CONSENT_CELLS[0], CONSENT_CELLS[1], SUGGESTION, SUGGESTION,
-                                                 CONSENT_CELLS[2]]      # below the first insert, in order
+    assert page.evaluate(f'() => {SOURCES}') == [*LOADED[:3], SUGGESTION, SUGGESTION, LOADED[3]]   # below the first insert
     assert page.evaluate(f'() => {PANEL}.content.widgets[{ASK + 1}].model.executionCount') is None
     follow = ASK + 3
     until(page, app, f"{KERNEL_STATUS} === 'idle'", 'idle kernel after the click')
@@ -256,8 +258,7 @@ def test_consent_a_reply_s_code_runs_only_on_insert_and_run_as_a_real_cell(app, 
     assert reply(page, ASK).locator('.boop-Badge').all_inner_texts() == ['♻\nreused']   # its reply, reused and marked
     save(page)
     saved = read(path)
-    assert [c.source for c in saved.cells] == [CONSENT_CELLS[0], CONSENT_CELLS[1], SUGGESTION, SUGGESTION,
-                                               CONSENT_CELLS[2]]
+    assert [c.source for c in saved.cells] == [*LOADED[:3], SUGGESTION, SUGGESTION, LOADED[3]]
     assert saved.cells[ASK + 2].outputs[0]['text'] == '84\n' and saved.cells[ASK + 1].outputs[0]['text'] == '84\n'
     assert saved_reply(saved, ASK)['data']['text/plain'] == SUGGEST
     assert not [o for c in saved.cells for o in c.get('outputs', []) if set(o.get('data', {})) & set(WIDGET_MIMES)]

@@ -11,9 +11,10 @@ Harness: tests/browser.py.
 """
 
 import json
+import nbformat
 import pytest
-from browser import (KERNEL, KERNEL_STATUS, MENU_BUTTON, MENU_ITEM, MENU_PHASE, MENU_PANEL, OUTPUT_TEXTS, PANEL,
-                     SERVER_MODELS, answering, auto_model, both_apps, cells, clear_counts, execute_silently,
+from browser import (BINDING_MIME, KERNEL, KERNEL_STATUS, MENU_BUTTON, MENU_ITEM, MENU_PHASE, MENU_PANEL, OUTPUT_TEXTS, PANEL,
+                     SERVER_MODELS, answering, auto_model, both_apps, cells, clear_counts, code, execute_silently,
                      load_from_menu, open_menu, open_notebook, read, reply_done, run_all, run_cell, save, screenshot,
                      set_theme, until, until_answering, wait_all_ran, wait_for_chat, write_notebook)
 from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
@@ -66,6 +67,19 @@ TRUNCATED = f"""() => {{
     return {{cut, sideways: panel.scrollWidth > panel.clientWidth + 1, selectsInside: selects.every(Boolean)}}; }}"""
 
 
+# how each on/off control looks: on, its border, fill and text; off, its mark; and the brand colour an action is filled with
+TOGGLE_LOOKS = f"""() => {{
+    const out = {{}};
+    for (const e of document.querySelectorAll('{MENU_PANEL} [aria-pressed], {MENU_PANEL} [aria-checked]')) {{
+        const s = getComputedStyle(e), on = (e.getAttribute('aria-pressed') ?? e.getAttribute('aria-checked')) === 'true';
+        out[e.dataset.key] = on ? {{bg: s.backgroundColor, border: s.borderTopColor, color: s.color, weight: s.fontWeight}}
+                                : {{mark: getComputedStyle(e.querySelector('.boop-Menu-mark'), '::before').content}};
+    }}
+    const b = document.createElement('span');
+    b.style.color = 'var(--jp-brand-color1)'; document.body.append(b); out.brand = getComputedStyle(b).color; b.remove();
+    return out; }}"""
+
+
 def binding(page, key):
     return page.evaluate(f"(k) => {PANEL}.model.getMetadata('boopiter')?.binding?.[k]", key)
 
@@ -101,20 +115,23 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
     until(page, app, f"{MENU_PHASE} === 'absent'", "'Load boopiter' in the toolbar")
     button = page.locator(MENU_BUTTON)
     assert button.inner_text().strip() == 'Load boopiter' and button.get_attribute('aria-expanded') == 'false'
-    panel = open_menu(page, app)
+    screenshot(page.locator(MENU_ITEM), artifacts/f'{app.app}-menu-absent-light.png', (60, 15, 500))
+    button.click()                                                       # one click: loaded, and the menu opens
+    panel = page.locator(MENU_PANEL)
+    until(page, app, f"{MENU_PHASE} === 'ready' && document.querySelector('{MENU_PANEL} .boop-Menu-answering')",
+          'boopiter loaded by one click')
     assert button.get_attribute('aria-expanded') == 'true'
-    assert 'boopiter is not loaded in this kernel.' in panel.inner_text()
-    screenshot(panel, artifacts/f'{app.app}-menu-absent-light.png', (200, 80, 3000))
-    panel.locator('[data-action="load"]').click()                       # %load_ext, silently
-    until(page, app, f"{MENU_PHASE} === 'ready'", 'boopiter loaded by the menu')
     assert page.evaluate(f"() => {PANEL}.model.getMetadata('boopiter')") == {}   # used: it loads by itself next time
-    assert page.evaluate(f"() => {PANEL}.content.widgets.every(c => c.model.type !== 'code' || !c.model.executionCount)")
+    # the notebook records the load: its own %load_ext cell, above the first code cell, run (and nothing else ran)
+    assert page.evaluate(f"() => {PANEL}.content.widgets.map(c => [c.model.sharedModel.getSource(), c.model.executionCount])") == [
+        [FRESH[0], None], ['%load_ext boopiter_ext', 1], [FRESH[1], None], [FRESH[2], None]]
+    prompt = FRESH_PROMPT + 1
 
-    until(page, app, f"document.querySelector('{MENU_PANEL} .boop-Menu-answering')", 'the status line')
     auto = auto_model(page)                                              # which model answers, and why
-    size, window = {'gemma3:4b': ('3.3 GB', '131,072'), 'qwen3:1.7b': ('1.4 GB', '40,960'),
-                    'smollm2:135m': ('270.9 MB', '8,192')}[auto]
-    assert answering(page).endswith(f') · {window}-token context · {size} · models: 3 ollama, 1 local'), answering(page)
+    size = {'gemma3:4b': '3.3 GB', 'qwen3:1.7b': '1.4 GB', 'smollm2:135m': '270.9 MB'}[auto]
+    # one context, the one a request asks for (a small notebook's: 4,096), and the size once
+    assert answering(page).endswith(') · 4,096-token context · models: 3 ollama, 1 local'), answering(page)
+    assert answering(page).count(size) == 1, answering(page)
     assert button.locator('.boop-MenuButton-label').inner_text() == auto
     shown = page.evaluate(f'() => {OPTIONS}')
     assert [(o['id'], o['name'], [c for c,_ in o['caps']], o['meta']) for o in shown] == MODELS, shown
@@ -123,6 +140,8 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
     assert page.evaluate(SELECT, 'reasoning_model') == [['', 'no reasoning model'], ['qwen3:1.7b', 'qwen3:1.7b']]
     assert [pressed(page, f'think:{v}') for v in ('', 'l', 'm', 'h')] == [('true', '✓')] + [('false', '')] * 3
     assert pressed(page, 'reasoning') == ('false', '')
+    effort = page.evaluate(f"() => Array.from(document.querySelectorAll('{MENU_PANEL} [data-think]'), b => [b.disabled, b.title])")
+    assert effort == [[True, 'The effort applies while reasoning is on: switch on "Use reasoning model" first']] * 4, effort
     assert [t for _,t in page.evaluate(SELECT, 'keep_alive')] == ['default', 'unload after each reply', '1 min', '5 min',
                                                                   '15 min', '1 hour', 'forever']
     sizes = ['2k', '4k', '8k', '16k', '32k', '64k', '128k']                # up to what the answering model takes
@@ -155,6 +174,7 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
     control(page, 'reasoning').click()
     picked(page, app, 'reasoning', True, 'reasoning on')
     assert pressed(page, 'reasoning') == ('true', '✓')
+    assert not page.evaluate(f"() => Array.from(document.querySelectorAll('{MENU_PANEL} [data-think]')).some(b => b.disabled)")
     control(page, 'think:h').click()
     picked(page, app, 'think', 'h', 'high effort')
     assert [pressed(page, f'think:{v}') for v in ('', 'h')] == [('false', ''), ('true', '✓')]
@@ -169,7 +189,11 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
     control(page, 'reuse').click()
     picked(page, app, 'reuse', False, 'reuse off')
     assert pressed(page, 'auto') == ('true', '✓') and pressed(page, 'reuse') == ('false', '')
-    until_answering(page, app, 'answering: qwen3:1.7b (notebook binding) · reasoning · 40,960-token context')
+    # every toggle alike, and none filled like an action: on is a check, a brand edge and a shade, whichever it is
+    looks = page.evaluate(TOGGLE_LOOKS)
+    assert looks['reasoning'] == looks['auto'] == looks['think:h'] and looks['reasoning']['bg'] != looks['brand'], looks
+    assert looks['reuse'] == {'mark': '"○"'}, looks                  # off: the empty circle of every toggle
+    until_answering(page, app, 'answering: qwen3:1.7b (notebook binding) · reasoning · 8,192-token context')
     assert 'list_cells' in panel.locator('.boop-Menu-hint').inner_text()
 
     # the keyboard: Escape closes and gives the button its focus back; Enter opens on the picked model;
@@ -185,8 +209,8 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
     assert focused(page) == 'model:smollm2:135m'
     page.keyboard.press('Enter')
     picked(page, app, 'model', 'smollm2:135m', 'the model picked with Enter')
-    until(page, app, f"document.activeElement?.dataset.key === 'model:smollm2:135m' && "
-                     f"document.activeElement.getAttribute('aria-selected') === 'true'", 'the pick selected, still focused')
+    until(page, app, "document.activeElement?.dataset.key === 'model:smollm2:135m' && "
+                     "document.activeElement.getAttribute('aria-selected') === 'true'", 'the pick selected, still focused')
     page.keyboard.press('Tab')
     assert focused(page) == 'reasoning'
     page.keyboard.press(' ')
@@ -226,7 +250,7 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
         model='smollm2:135m', reasoning_model='qwen3:1.7b', reasoning=False, think='h', keep_alive='5', context_size=8192,
         tools='kernel, files, notebook', auto=True, reuse=False)
     srv.script('Forty-two.')
-    run_cell(page, FRESH_PROMPT)
+    run_cell(page, prompt)
     wait_for_chat(app, srv, 1)
     until(page, app, f"{KERNEL_STATUS} === 'idle'", 'the prompt answered')
     chat = srv.last_chat()                                               # the picks, in the model's request
@@ -314,9 +338,9 @@ def test_a_kernel_restarted_through_the_rest_api_gets_boopiter_and_the_menu_back
     page.evaluate('() => clearInterval(window.__nudge)')
     assert page.evaluate(f'() => {KERNEL}.id') == kernel and kernel_check(page, CONNECTED) == 'ok'   # loaded anew, said hello
     srv.script('Forty-two.')
-    run_cell(page, FRESH_PROMPT)
+    run_cell(page, FRESH_PROMPT + 1)                                     # below the load cell the menu put in
     wait_for_chat(app, srv, 1)
-    until(page, app, reply_done(FRESH_PROMPT), 'the reply in the restarted kernel')
+    until(page, app, reply_done(FRESH_PROMPT + 1), 'the reply in the restarted kernel')
 
 
 @both_apps
@@ -357,30 +381,31 @@ def test_prompt_cells_are_inserted_three_ways_look_distinct_and_edit_as_markdown
 
     select(0)
     page.evaluate("() => window.jupyterapp.commands.execute('boopiter:insert-prompt')")          # the command
-    until(page, app, f'{PANEL}.content.widgets.length === 3', 'a prompt cell from the command')
-    assert page.evaluate(f"() => [{PANEL}.content.activeCellIndex, {PANEL}.content.mode]") == [1, 'edit']
+    until(page, app, f'{PANEL}.content.widgets.length === 4', 'a prompt cell from the command, and the load cell')
+    assert page.evaluate(f"() => [{PANEL}.content.activeCellIndex, {PANEL}.content.mode]") == [2, 'edit']
     until(page, app, f"{MENU_PHASE} === 'ready'", 'boopiter loaded by the first prompt cell')
+    assert page.evaluate(f'() => {PANEL}.content.widgets[1].model.executionCount') == 1   # its load cell, run
     page.keyboard.type('What is **twice** y?')                          # the cursor waits on the second line
     page.keyboard.press('Escape')
     page.keyboard.press('p')                                             # the shortcut, in command mode
-    until(page, app, f'{PANEL}.content.widgets.length === 4', 'a prompt cell from the P key')
+    until(page, app, f'{PANEL}.content.widgets.length === 5', 'a prompt cell from the P key')
     page.keyboard.press('Escape')
-    select(3)
+    select(4)
     page.locator('.jp-NotebookPanel-toolbar [data-jp-item-name="boopiter-insert-prompt"] button').click()   # the button
-    until(page, app, f'{PANEL}.content.widgets.length === 5', 'a prompt cell from the toolbar button')
+    until(page, app, f'{PANEL}.content.widgets.length === 6', 'a prompt cell from the toolbar button')
     assert page.evaluate(f'() => {MODEL_CELLS}') == [
-        ['markdown', '# Notes', 'text/x-ipythongfm'], ['code', '%%prompt\nWhat is **twice** y?', 'text/x-ipythongfm'],
-        ['code', '%%prompt\n', 'text/x-ipythongfm'], ['code', 'y = 21', 'text/x-ipython'],
-        ['code', '%%prompt\n', 'text/x-ipythongfm']]                    # each below the active cell, Markdown mode
+        ['markdown', '# Notes', 'text/x-ipythongfm'], ['code', '%load_ext boopiter_ext', 'text/x-ipython'],
+        ['code', '%%prompt\nWhat is **twice** y?', 'text/x-ipythongfm'], ['code', '%%prompt\n', 'text/x-ipythongfm'],
+        ['code', 'y = 21', 'text/x-ipython'], ['code', '%%prompt\n', 'text/x-ipythongfm']]   # one load cell, at the top
 
-    prompt, code = cells(page).nth(1).evaluate(PROMPT_LOOK), cells(page).nth(3).evaluate(PROMPT_LOOK)
+    prompt, code = cells(page).nth(2).evaluate(PROMPT_LOOK), cells(page).nth(4).evaluate(PROMPT_LOOK)
     assert prompt['prompt'] and prompt['label'] == '"prompt"' and prompt['language'] == 'markdown', prompt
     assert not code['prompt'] and code['label'] in ('none', 'normal', '') and code['language'] == 'python', code
     assert prompt['border'] != code['border'] and prompt['background'] != code['background'], (prompt, code)
-    page.evaluate(f"() => {PANEL}.content.widgets[2].model.sharedModel.setSource('print(y)')")   # no longer a prompt
-    until(page, app, f"!{PANEL}.content.widgets[2].hasClass('boop-PromptCell') && "
-                     f"{PANEL}.content.widgets[2].model.mimeType === 'text/x-ipython'", 'a code cell again')
-    select(1)
+    page.evaluate(f"() => {PANEL}.content.widgets[3].model.sharedModel.setSource('print(y)')")   # no longer a prompt
+    until(page, app, f"!{PANEL}.content.widgets[3].hasClass('boop-PromptCell') && "
+                     f"{PANEL}.content.widgets[3].model.mimeType === 'text/x-ipython'", 'a code cell again')
+    select(2)
     for dark in (False, True):
         set_theme(page, app, dark)
         screenshot(page.locator('.jp-Notebook'), artifacts/f'{app.app}-prompt-cells-{"dark" if dark else "light"}.png',
@@ -389,5 +414,104 @@ def test_prompt_cells_are_inserted_three_ways_look_distinct_and_edit_as_markdown
     save(page)
     saved = read(path)
     assert [(c.cell_type, c.source) for c in saved.cells] == [
-        ('markdown', '# Notes'), ('code', '%%prompt\nWhat is **twice** y?'), ('code', 'print(y)'), ('code', 'y = 21'),
-        ('code', '%%prompt\n')]
+        ('markdown', '# Notes'), ('code', '%load_ext boopiter_ext'), ('code', '%%prompt\nWhat is **twice** y?'),
+        ('code', 'print(y)'), ('code', 'y = 21'), ('code', '%%prompt\n')]
+
+
+PROPOSAL = dict(auto=True, tools='kernel, files, web')
+ASKS = 'This notebook asks for auto-run and the web tool; allowed here: kernel, files'
+
+
+@both_apps
+def test_the_menu_says_what_a_notebook_proposes_and_one_click_accepts_it_for_that_notebook(app, page, srv, artifacts):
+    from datetime import datetime, timezone
+    stamp = datetime.now(timezone.utc).isoformat(timespec='milliseconds')
+    load = code('%load_ext boopiter_ext', [nbformat.v4.new_output('display_data', data={
+        BINDING_MIME: dict(version=1, **PROPOSAL, picked_at=stamp), 'text/plain': 'boopiter binding'})])
+    name = f'proposes-{app.app}.ipynb'   # one notebook per app: the acceptance is remembered by its path
+    path = write_notebook(app.root/name, [load, 'y = 21'], metadata={'boopiter': {'binding': dict(PROPOSAL, picked_at=stamp)}})
+    open_notebook(page, app, path.name)
+    until(page, app, f"{MENU_PHASE} === 'ready'", 'boopiter loaded by itself (the notebook used it)')
+    until(page, app, f"document.querySelector('{MENU_BUTTON} .boop-MenuButton-warn')?.hidden === false", 'the button warning')
+    assert ASKS in page.locator(MENU_BUTTON).get_attribute('title')
+    panel = open_menu(page, app)
+    consent = panel.locator('.boop-Menu-consent')
+    assert consent.locator('.boop-Menu-consentText').inner_text() == f'⚠ {ASKS}'
+    assert consent.get_attribute('role') == 'alert'
+    assert pressed(page, 'auto') == ('false', '')                        # proposed, not applied
+    tools = f"() => Array.from(document.querySelectorAll('{MENU_PANEL} input[data-tool]'), b => [b.dataset.tool, b.checked])"
+    assert page.evaluate(tools) == [['kernel', True], ['files', True], ['notebook', False], ['web', False], ['pdf', False]]
+    assert 'fetch_url' not in panel.locator('.boop-Menu-hint').inner_text()
+    assert binding(page, 'auto') is True                                 # the notebook keeps its proposal
+    screenshot(consent, artifacts/f'{app.app}-menu-consent-light.png', (200, 20, 1000))
+    allow = consent.locator('[data-action="allow"]')
+    assert allow.inner_text() == 'Allow for this notebook' and allow.get_attribute('title') == f'Accept it for {name} on this machine'
+    allow.click()                                                        # one click
+    until(page, app, f"!document.querySelector('{MENU_PANEL} .boop-Menu-consent') && "
+                     f"document.querySelector('{MENU_PANEL} [data-key=\"auto\"]')?.getAttribute('aria-pressed') === 'true'",
+          'the proposal accepted')
+    assert page.evaluate(tools)[3] == ['web', True] and 'fetch_url' in panel.locator('.boop-Menu-hint').inner_text()
+    until(page, app, f"document.querySelector('{MENU_BUTTON} .boop-MenuButton-warn')?.hidden === true", 'no warning')
+    accepted = json.loads((app.tmp/'xdg'/'boopiter'/'consent.json').read_text())['notebooks']
+    assert accepted[str(path.resolve())]['accepted'] == ['auto', 'web']   # remembered for this notebook on this machine
+    page.keyboard.press('Escape')
+    page.evaluate(f'async () => {{ await {PANEL}.sessionContext.restartKernel(); }}')   # a new kernel: still accepted
+    until(page, app, f"{MENU_PHASE} === 'ready' && {KERNEL_STATUS} === 'idle'", 'boopiter back after the restart')
+    panel = open_menu(page, app)
+    until(page, app, f"document.querySelector('{MENU_PANEL} [data-key=\"auto\"]')?.getAttribute('aria-pressed') === 'true'",
+          'auto-run applied in the new kernel')
+    assert not panel.locator('.boop-Menu-consent').count()
+
+
+# every word of the fault's text on one line: a word broken across lines has more than one box
+BROKEN_WORDS = """box => { const out = [], walk = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    for (let n; (n = walk.nextNode()); ) {
+        for (const m of n.textContent.matchAll(/\\S+/g)) {
+            const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+            const lines = new Set(Array.from(r.getClientRects(), q => Math.round(q.top)));
+            if (lines.size > 1) out.push(m[0]); } }
+    return out; }"""
+
+
+@both_apps
+def test_a_failed_prompt_and_a_successful_one_update_the_menu_and_the_toolbar_and_the_fault_reads_as_prose(
+        app, page, srv, artifacts):
+    page.set_viewport_size({'width': 1000, 'height': 900})               # narrow: the fault wraps over lines
+    path = write_notebook(app.root/'down.ipynb', ['%load_ext boopiter_ext', '%%prompt -m qwen3:1.7b\nIs the server there?'])
+    open_notebook(page, app, path.name)
+    run_cell(page, 0)
+    until(page, app, f"{MENU_PHASE} === 'ready'", 'boopiter loaded')
+    assert not page.locator(MENU_ITEM).evaluate("i => i.classList.contains('boop-mod-warn')")
+    execute_silently(page, f"import os; os.environ['OLLAMA_HOST'] = '127.0.0.1:{free_port()}'")   # Ollama goes away
+    run_cell(page, 1)
+    until(page, app, f"{PANEL}.content.widgets[1].model.outputs.toJSON().some(o => o.output_type === 'error') && "
+                     f"{KERNEL_STATUS} === 'idle'", 'the prompt failed')
+    # the toolbar says so at once, no Refresh: the kernel marked Ollama offline and told the page
+    until(page, app, f"document.querySelector('{MENU_ITEM}').classList.contains('boop-mod-warn')", 'the warning')
+    panel = open_menu(page, app)
+    offline = panel.locator('.boop-Menu-offline')
+    until(page, app, f"document.querySelector('{MENU_PANEL} .boop-Menu-offline')", 'the offline line')
+    assert offline.inner_text().startswith('⚠ offline · ollama: Ollama is not reachable at') and '`' not in offline.inner_text()
+    assert 'ollama serve' in offline.locator('code').all_inner_texts()   # its Markdown, drawn: code as code
+    assert [(o['id'], o['offline']) for o in page.evaluate(f'() => {OPTIONS}')][1:4] == [
+        ('gemma3:4b', '⚠ offline'), ('qwen3:1.7b', '⚠ offline'), ('smollm2:135m', '⚠ offline')]
+    screenshot(panel, artifacts/f'{app.app}-menu-after-failed-prompt.png', (300, 300, 10000))
+    page.keyboard.press('Escape')
+
+    fault = cells(page).nth(1).locator('.boop-Fault')                   # the fault: a paragraph in its red box
+    assert fault.locator('.boop-Fault-name').inner_text() == 'OllamaUnreachable'
+    assert fault.locator('code').all_inner_texts()[0] == 'ollama serve' and '`' not in fault.inner_text()
+    assert fault.locator('a').get_attribute('href').startswith('http://127.0.0.1:')
+    assert fault.evaluate("f => f.getBoundingClientRect().height") > 30   # wrapped over lines...
+    assert fault.evaluate(BROKEN_WORDS) == []                            # ...at word boundaries only
+    screenshot(cells(page).nth(1).locator('.jp-Cell-outputArea'), artifacts/f'{app.app}-fault-light.png', (300, 40, 3000))
+
+    execute_silently(page, f"os.environ['OLLAMA_HOST'] = {srv.host!r}")   # back
+    srv.script('Yes, here.')
+    run_cell(page, 1)
+    until(page, app, reply_done(1) + f" && {KERNEL_STATUS} === 'idle'", 'the answer')
+    # the answer is enough: the warning goes, and the menu lists Ollama's models as usable again
+    until(page, app, f"!document.querySelector('{MENU_ITEM}').classList.contains('boop-mod-warn')", 'no warning')
+    open_menu(page, app)
+    assert not page.locator(f'{MENU_PANEL} .boop-Menu-offline').count()
+    assert not [o for o in page.evaluate(f'() => {OPTIONS}') if o['offline']]

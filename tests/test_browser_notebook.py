@@ -3,13 +3,18 @@
 The eye and the pin on a cell set its `boop-hide` / `boop-pin` tags; a hidden cell's text never reaches the model
 (the ledger lists it hidden); unsaved edits do; the dry run shows in a dialog what a prompt would send and sends
 nothing; the model's notebook tools change the notebook only after the user says yes in the page's input box, and
-the notebook's Undo reverts each change. Harness: tests/browser.py.
+the notebook's Undo reverts each change, and an edit the model makes from what it read before the user typed in the
+cell is refused by the page, nothing overwritten. `%%prompt --dry-run` in a cell reads as the dialog does, its messages folded;
+Stop ends a reply as stopped, and nothing else: no error in the cell, its file or a Run All; a `bash` block is inserted
+as the `%%bash` cell that runs it, and a block no kernel cell runs is offered for Copy only (issue 22.4).
+Harness: tests/browser.py.
 """
 
 import json
 import pytest
-from browser import (KERNEL, KERNEL_STATUS, PANEL, both_apps, cells, in_both_themes, load_from_menu, open_notebook, read,
-                     reply, reply_done, run_all, run_cell, save, until, wait_for_chat, write_notebook)
+from browser import (KERNEL, KERNEL_STATUS, OUTPUT_TEXTS, PANEL, REPLY_MIME, both_apps, cells, in_both_themes,
+                     load_boopiter, open_notebook, read, reply, reply_done, run_all, run_cell, save, saved_reply, screenshot, until,
+                     wait_all_ran, wait_for_chat, write_notebook)
 from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
@@ -39,7 +44,9 @@ def mark(page, cell, which):
 def test_hidden_cells_never_reach_the_model_unsaved_edits_do_and_the_dry_run_sends_nothing(app, page, srv, artifacts):
     path = write_notebook(app.root/'context.ipynb', CELLS)
     open_notebook(page, app, path.name)
-    load_from_menu(page, app)
+    load_boopiter(page, app)
+    run_cell(page, CODE_CELL)                                            # a cell that never ran adds nothing (22.2)
+    until(page, app, f"{PANEL}.content.widgets[{CODE_CELL}].model.executionCount && {KERNEL_STATUS} === 'idle'", 'x set')
     page.evaluate(WATCH_SENT)
 
     mark(page, SECRET_CELL, 'hide')                                      # the eye: never sent to the model
@@ -61,7 +68,7 @@ def test_hidden_cells_never_reach_the_model_unsaved_edits_do_and_the_dry_run_sen
                      "window.__sent[0].tags.includes('boop-hide')", 'the kernel told of the edit and the tags')
 
     cells(page).nth(PROMPT).click()                                      # the dry run, from the cell toolbar
-    page.locator(f'.jp-Cell .jp-cell-toolbar [data-jp-item-name="boopiter-dry-run"] :is(button, jp-button)').first.click()
+    page.locator('.jp-Cell .jp-cell-toolbar [data-jp-item-name="boopiter-dry-run"] :is(button, jp-button)').first.click()
     until(page, app, f"document.querySelector('{DIALOG} .boop-DryRun')?.dataset.state === 'done'", 'the dry run')
     shown = page.locator(DIALOG).inner_text()
     assert 'Dry run: nothing was sent. Model: ' in shown and NEW_NOTE in shown, shown
@@ -108,7 +115,7 @@ def answer_stdin(page, app, question, answer='y'):
 def test_a_notebook_tool_edit_waits_for_yes_in_the_page_and_undo_reverts_it(app, page, srv):
     path = write_notebook(app.root/'edits.ipynb', EDIT_CELLS)
     open_notebook(page, app, path.name)
-    load_from_menu(page, app)
+    load_boopiter(page, app)
     cid = page.evaluate(f'() => {PANEL}.content.widgets[{TOTAL_CELL}].model.id')
     srv.script(f'```python\nread_cell("{cid}")\nedit_cell("{cid}", "total = 1234 * 3")\nadd_cell("{cid}", "print(total)")\n```')
     srv.script('Fixed, and a cell prints it.')
@@ -136,11 +143,48 @@ def test_a_notebook_tool_edit_waits_for_yes_in_the_page_and_undo_reverts_it(app,
     assert [c.source for c in read(path).cells] == EDIT_CELLS
 
 
+# the page's `notebook` messages held back: the kernel has not heard of what the user typed (as within the page's
+# half-second before it tells the kernel, or while the comm is slow), so only the page can tell the cell changed
+HOLD_CELLS = f"""() => {{ const k = {KERNEL}; const send = k.sendShellMessage.bind(k); window.__held = [];
+    k.sendShellMessage = (msg, ...rest) => {{ if (msg.header.msg_type === 'comm_msg' && msg.content?.data?.type === 'notebook') {{
+        window.__held.push(msg); return undefined; }} return send(msg, ...rest); }}; }}"""
+TYPED = TOTAL + '  # checked by hand'
+
+
+@both_apps
+def test_an_edit_from_what_the_model_read_before_the_user_typed_is_refused_by_the_page(app, page, srv):
+    path = write_notebook(app.root/'stale.ipynb', EDIT_CELLS)
+    open_notebook(page, app, path.name)
+    load_boopiter(page, app)
+    cid = page.evaluate(f'() => {PANEL}.content.widgets[{TOTAL_CELL}].model.id')
+    srv.script(f'```python\nread_cell("{cid}")\nedit_cell("{cid}", "total = 1234 * 3")\n```')
+    srv.script('The cell changed since I read it, so I left it as you wrote it.')
+    run_all(page, app)
+    question = f"Run edit_cell(cell='{cid}', source='total = 1234 * 3')? [y/N]"
+    until(page, app, f"Array.from(document.querySelectorAll('.jp-Stdin-prompt'), p => p.innerText)"
+                     f".some(t => t.startsWith({json.dumps(question)}))", 'the model read the cell; its edit waits for a yes')
+    page.evaluate(HOLD_CELLS)
+    editor = cells(page).nth(TOTAL_CELL).locator('.cm-content')         # the user types into the cell meanwhile
+    editor.click()
+    page.keyboard.press('Control+End')
+    page.keyboard.type('  # checked by hand')
+    until(page, app, f"{SOURCES}[{TOTAL_CELL}] === {json.dumps(TYPED)}", 'the typing')
+    answer_stdin(page, app, question)
+    wait_for_chat(app, srv, 2)
+    until(page, app, f"{KERNEL_STATUS} === 'idle' && {PANEL}.content.widgets[{ASK_CELL}].model.executionCount", 'the prompt done')
+    assert page.evaluate(f'() => {SOURCES}') == [EDIT_CELLS[0], TYPED, ASK]   # nothing overwritten, nothing added
+    told = srv.last_chat()['messages'][-1]['content']
+    assert f'refused: cell {cid} changed since the model read it (the user edited it)' in told, told   # the page's words
+    assert page.evaluate('() => window.__held.length') >= 1             # the kernel had not heard: the page refused
+    save(page)
+    assert [c.source for c in read(path).cells] == [EDIT_CELLS[0], TYPED, ASK]
+
+
 @both_apps
 def test_the_dry_run_right_after_an_edit_shows_the_edit(app, page, srv):
     path = write_notebook(app.root/'quick.ipynb', CELLS)
     open_notebook(page, app, path.name)
-    load_from_menu(page, app)
+    load_boopiter(page, app)
     page.evaluate(f"""() => {{ const nb = {PANEL}.content;
         nb.widgets[{NOTE_CELL}].model.sharedModel.setSource({json.dumps('# Notes' + chr(10) + NEW_NOTE)});
         nb.activeCellIndex = {PROMPT};
@@ -148,3 +192,88 @@ def test_the_dry_run_right_after_an_edit_shows_the_edit(app, page, srv):
     until(page, app, f"document.querySelector('{DIALOG} .boop-DryRun')?.dataset.state === 'done'", 'the dry run')
     shown = page.locator(DIALOG).inner_text()
     assert NEW_NOTE in shown and OLD_NOTE not in shown, shown
+
+
+LONG_LINE = 'a_rather_long_identifier_name = ' + ' + '.join(f'value_number_{i}' for i in range(40))
+DRY_CELLS = ['%load_ext boopiter_ext', LONG_LINE.replace(' + ', ' * 0 + ').replace('value_number_', '') + '\nprint(1)',
+             'notes = "' + 'word ' * 400 + '"', '%%prompt --dry-run\nWhat do these cells do?']
+
+
+@both_apps
+def test_a_dry_run_in_a_cell_folds_its_messages_and_wraps_at_word_boundaries(app, page, srv, artifacts):
+    page.set_viewport_size({'width': 1100, 'height': 900})
+    path = write_notebook(app.root/'dry.ipynb', DRY_CELLS)
+    open_notebook(page, app, path.name)
+    run_all(page, app)
+    wait_all_ran(page, app)
+    out = cells(page).nth(3).locator('.boop-DryRun')
+    until(page, app, f"{PANEL}.content.widgets[3].node.querySelector('.boop-DryRun')?.dataset.state === 'done'", 'the dry run')
+    head = out.inner_text()
+    assert 'Dry run: nothing was sent. Model: ' in head and 'What do these cells do?' not in head   # folded: not shown
+    folded = out.locator('.boop-DryRun-content > details')
+    summaries = folded.locator('summary').all_inner_texts()
+    assert summaries[0].startswith('Context: ') and [t.split(' · ')[0] for t in summaries[1:]] == ['system', 'user']
+    assert folded.evaluate_all('ds => ds.map(d => d.open)') == [False] * len(summaries)   # collapsed
+    height = cells(page).nth(3).locator('.jp-Cell-outputArea').bounding_box()['height']
+    assert height < 400, height                                          # a list to open, not ~3,500 px of messages
+    folded.nth(2).locator('summary').click()                             # the question, opened: it wraps at words
+    pre = folded.nth(2).locator('pre').first
+    assert 'What do these cells do?' in pre.inner_text()
+    assert pre.evaluate("p => getComputedStyle(p).wordBreak") == 'normal'
+    assert pre.evaluate("p => p.scrollWidth <= p.clientWidth + 1")       # no sideways scrolling either
+    screenshot(cells(page).nth(3).locator('.jp-Cell-outputArea'), artifacts/f'{app.app}-dry-run-inline-light.png',
+               (300, 60, 3000))
+    assert srv.chats() == []
+
+
+STOP_CELLS = ['%load_ext boopiter_ext', '%%prompt --fresh\nCount to a thousand.', 'after = "ran"\nprint(after)']
+
+
+@both_apps
+def test_stop_ends_the_reply_as_stopped_and_nothing_else(app, page, srv, artifacts):
+    path = write_notebook(app.root/'stop.ipynb', STOP_CELLS)
+    open_notebook(page, app, path.name)
+    srv.script(' '.join(f'n{i}' for i in range(1000)), delay=0.03)
+    run_all(page, app)                                                   # the cell below is queued behind the prompt
+    until(page, app, f"(r => r?.dataset.boopStatus === 'streaming' && r.querySelector('.boop-Reply-body').innerText.length > 40)"
+                     f"({PANEL}.content.widgets[1].node.querySelector('.boop-Reply'))", 'the reply streaming')
+    reply(page, 1).locator('button.boop-Reply-stop').click()
+    until(page, app, f"{PANEL}.content.widgets[1].node.querySelector('.boop-Reply').dataset.boopStatus === 'interrupted'",
+          'the reply stopped')
+    wait_all_ran(page, app)                                              # the run went on: stopping is not an error
+    assert page.evaluate(f"() => {PANEL}.content.widgets[2].model.outputs.toJSON()[0]?.text") == 'ran\n'
+    outputs = page.evaluate(f'() => {PANEL}.content.widgets[1].model.outputs.toJSON()')
+    assert [o['output_type'] for o in outputs] == ['display_data'], outputs   # the reply, no red box
+    stopped = reply(page, 1)
+    assert stopped.locator('.boop-Badge').inner_text().split() == ['⏹', 'interrupted']
+    assert not srv.streams[-1].completed and srv.streams[-1].disconnected
+    screenshot(cells(page).nth(1), artifacts/f'{app.app}-stopped-light.png', (300, 60, 3000))
+    save(page)
+    saved = read(path)
+    assert [o['output_type'] for o in saved.cells[1].outputs] == ['display_data']   # nor in the file, nor its export
+    assert saved_reply(saved, 1)['metadata']['boopiter']['status'] == 'interrupted'
+    assert saved_reply(saved, 1)['data'][REPLY_MIME]['status'] == 'interrupted'
+
+
+SCRIPT = 'x=6\necho "six times seven is $((x * 7))"'   # as a Python cell, a syntax error
+SHELL_REPLY = f'In a shell:\n\n```bash\n{SCRIPT}\n```\n\nIt prints:\n\n```json\n{{"product": 42}}\n```'
+
+
+@both_apps
+def test_a_bash_block_is_inserted_as_a_bash_cell_that_runs_and_json_is_copy_only(app, page, srv):
+    path = write_notebook(app.root/'shell.ipynb', ['%load_ext boopiter_ext', '%%prompt\nHow do I multiply in bash?'])
+    open_notebook(page, app, path.name)
+    srv.script(SHELL_REPLY)
+    run_all(page, app)
+    wait_for_chat(app, srv, 1)
+    wait_all_ran(page, app)
+    until(page, app, reply_done(1), 'the reply')
+    bars = reply(page, 1).locator('.boop-CodeActions')
+    assert [bars.nth(i).locator('button').all_inner_texts() for i in range(bars.count())] == [
+        ['Insert', 'Insert and run', 'Copy'], ['Copy']]                 # JSON: no cell runs it
+    bars.nth(0).locator('[data-boop-action="run"]').click()
+    until(page, app, f"{PANEL}.content.widgets.length === 3 && {PANEL}.content.widgets[2].model.executionCount && "
+                     f"{KERNEL_STATUS} === 'idle'", 'the inserted cell run')
+    assert page.evaluate(f'() => {PANEL}.content.widgets[2].model.sharedModel.getSource()') == f'%%bash\n{SCRIPT}'
+    assert [t.strip() for t in page.evaluate(f'() => ({OUTPUT_TEXTS})(2)')] == ['six times seven is 42']   # in bash
+    assert not page.evaluate(f"() => {PANEL}.content.widgets[2].model.outputs.toJSON().some(o => o.output_type === 'error')")

@@ -11,7 +11,7 @@ than twice rendering it once. Harness: tests/browser.py.
 import json, subprocess, sys
 import nbformat, pytest
 from browser import (BINDING_MIME, KERNEL_STATUS, MENU_BUTTON, MENU_PANEL, MENU_PHASE, PANEL, REPLY_MIME, both_apps, cells,
-                     code, execute_silently, in_both_themes, load_from_menu, long_markdown, open_notebook,
+                     code, execute_silently, in_both_themes, load_boopiter, long_markdown, open_notebook,
                      read, reply, reply_done, run_all, run_cell, save, saved_reply, screenshot, until, wait_all_ran,
                      wait_for_chat, write_notebook)
 from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
@@ -23,7 +23,7 @@ def reply_output(markdown, status='done', reasoning='', **extra):
     "A saved reply as the kernel saves it: the extension's data, Markdown and plain text for other frontends."
     data = dict(version=1, kind='reply', model='qwen3:1.7b', status=status, markdown=markdown, reasoning=reasoning,
                 reasoning_label=f'Reasoning · {len(reasoning.split())} words' if reasoning else '',
-                reasoning_streaming=False, reused=False, summary=f'qwen3:1.7b · 12 tokens', details=['Finish: stop'])
+                reasoning_streaming=False, reused=False, summary='qwen3:1.7b · 12 tokens', details=['Finish: stop'])
     data.update(extra)
     return nbformat.v4.new_output('display_data', data={REPLY_MIME: data, 'text/markdown': 'A saved reply.',
                                                           'text/plain': markdown},
@@ -119,7 +119,7 @@ TOOL_LINES = """c => Array.from(c.querySelectorAll('.boop-Tools .boop-Tool'), li
 def test_tool_rounds_are_one_line_per_call_and_the_model_s_headings_stay_out_of_the_toc(app, page, srv, artifacts):
     path = write_notebook(app.root/'tools.ipynb', TOOL_CELLS)
     open_notebook(page, app, path.name)
-    load_from_menu(page, app)
+    load_boopiter(page, app)
     srv.script(TOOL_CALLS)
     srv.script(ANSWER)
     run_all(page, app)
@@ -181,7 +181,7 @@ def test_the_view_follows_a_long_reply_until_the_user_scrolls_away_and_stop_keep
     page.set_viewport_size({'width': 1280, 'height': 720})
     path = write_notebook(app.root/'long.ipynb', FOLLOW_CELLS)
     open_notebook(page, app, path.name)
-    load_from_menu(page, app)
+    load_boopiter(page, app)
     text = long_markdown(700, seed=3)
 
     srv.script(text, delay=0.004)                                        # left alone: the end stays in view
@@ -228,7 +228,7 @@ def test_the_view_follows_a_long_reply_until_the_user_scrolls_away_and_stop_keep
     data = saved_reply(read(path), STOPPED)
     assert data['metadata']['boopiter']['status'] == 'interrupted'
     assert text.startswith(data['data']['text/plain'].split('\n\n*(')[0].rstrip()[:200])   # a prefix of the reply
-    assert len(data['data'][REPLY_MIME]['markdown']) < len(text) / 2
+    assert len('\n\n'.join(data['data'][REPLY_MIME]['blocks'])) < len(text) / 2
 
 
 NO_KERNEL_CELLS = ['x = 6 * 7', '%boop model smollm2:135m', '%%prompt\nWhat is x?']
@@ -254,7 +254,7 @@ def nbconvert_markdown(app, path):
 def test_a_saved_reply_and_binding_show_without_a_kernel_and_convert_to_markdown(app, page, srv, artifacts):
     path = write_notebook(app.root/'nokernel.ipynb', NO_KERNEL_CELLS)
     open_notebook(page, app, path.name)
-    load_from_menu(page, app)
+    load_boopiter(page, app)
     srv.script(NO_KERNEL_REPLY)
     run_all(page, app)
     wait_for_chat(app, srv, 1)
@@ -287,7 +287,7 @@ def test_a_notebook_made_without_the_extension_shows_placeholders_not_broken_wid
     srv.script(NO_KERNEL_REPLY)
     sources = ['%load_ext boopiter_ext', '%boop model smollm2:135m', '%boop', 'x = 6 * 7', '%%prompt\nWhat is x?']
     with KernelSession(tmp_path, env={'OLLAMA_HOST': srv.host, 'IPYTHONDIR': str(app.ipython_dir)}) as k:
-        ran = [k.run(s) for s in sources]                                # a headless run, as nbclient or VS Code makes
+        ran = [k.run(s, cell_id=f'c{i}') for i,s in enumerate(sources)]  # a frontend without the extension (VS Code)
     kinds = [o['data']['application/vnd.boopiter.widget+json']['kind'] for r in ran for o in r.outputs
              if 'application/vnd.boopiter.widget+json' in o.get('data', {})]
     assert all(r.status == 'ok' for r in ran) and kinds == ['menu', 'code_actions'], kinds   # the ipywidgets, tagged
@@ -371,7 +371,7 @@ def test_streaming_costs_the_page_no_long_task_and_a_megabyte_no_more_than_twice
     path = write_notebook(app.root/'cost.ipynb', ['%%prompt --fresh -m qwen3:1.7b\nWrite 5,000 tokens.',
                                                   '%%prompt --fresh -m qwen3:1.7b\nWrite a megabyte.'])
     open_notebook(page, app, path.name)
-    load_from_menu(page, app)
+    load_boopiter(page, app)
     execute_silently(page, '%config BoopMagics.max_reply = 2_000_000')   # the default keeps 400,000 characters
 
     page.evaluate(LONGTASKS)                                             # 5,000 tokens, as a model streams them
@@ -402,11 +402,12 @@ def test_streaming_costs_the_page_no_long_task_and_a_megabyte_no_more_than_twice
     until(page, app, reply_done(1), 'the 1 MB reply', 300)
     t, updates = page.evaluate('() => [window.__t, window.__updates.length]')
     final = page.evaluate(f'() => {PANEL}.content.widgets[1].model.outputs.get(0).toJSON().data[{json.dumps(REPLY_MIME)}]')
-    assert final['status'] == 'done' and len(final['markdown']) > 1_000_000 and updates >= 10, (len(final['markdown']), updates)
+    chars = len('\n\n'.join(final['blocks']))
+    assert final['status'] == 'done' and chars > 1_000_000 and updates >= 10, (chars, updates)
     once = min(page.evaluate(ONCE, 1) for _ in range(2))                # the better of two: a fair yardstick
     replay, views = min(page.evaluate(REPLAY, 1) for _ in range(2))     # the better of two too: the same yardstick
     assert views == 1                                                    # updated in place, as from the kernel
-    figures = dict(chars=len(final['markdown']), updates=updates, live_stream_ms=round(t['done'] - t['first']),
+    figures = dict(chars=chars, updates=updates, live_stream_ms=round(t['done'] - t['first']),
                    live_render_after_last_update_ms=round(t['done'] - t['last']), replay_ms=round(replay),
                    once_ms=round(once), ratio=round(replay / once, 2))
     record_property('one_megabyte', figures)

@@ -4,7 +4,7 @@ import json, statistics, time
 import pytest
 from ollama_server import OllamaTestServer, free_port
 from boopiter_ext.core.binding import BINDING_MIME, binding_bundle, clean_binding, saved_binding, screen_binding, stamp
-from boopiter_ext.models.catalog import Catalog, ModelEntry, human_size
+from boopiter_ext.models.catalog import Catalog, human_size
 from boopiter_ext.models.router import Router
 from boopiter_ext.models.routes import picked_model
 from boopiter_ext.models.ollama import OllamaClient, ollama_loaded, sync_ollama_loaded, unload_ollama_model
@@ -20,6 +20,7 @@ def paths(srv, *wanted): return [r.path for r in srv.requests if not wanted or r
 def settings_for(host, **cell): return load_settings(cell=cell, environ={'OLLAMA_HOST': host})
 
 
+@pytest.mark.heavy
 def test_cold_listing_probes_in_parallel_and_a_warm_one_makes_one_request():
     with OllamaTestServer(MANY, show_delay=0.05) as srv:
         serial = []

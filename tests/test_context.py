@@ -1,9 +1,12 @@
-import base64
+import json
 import pytest
 from boopiter_ext.context.build import (Cell, build_context, cell_text, clip, context_window, estimate_tokens,
                                         order_cells, prompt_text, reply_text)
 from boopiter_ext.context.images import ImagePicker
 from boopiter_ext.context.messages import mk_msg, msg_images, msg_text
+from boopiter_ext.core.refs import prompt_refs
+from boopiter_ext.models.stream import Reply
+from boopiter_ext.render.reply import reply_bundle
 from images_util import png_b64
 
 PNG = png_b64(64, 48)
@@ -194,10 +197,6 @@ def test_live_outputs_of_any_shape_read_as_text_never_as_a_traceback():
 
 # Prefix reuse: each prompt's messages extend the previous prompt's, so a server's cache serves all but what is new
 
-from boopiter_ext.core.refs import prompt_refs
-from boopiter_ext.render.reply import reply_bundle
-from boopiter_ext.models.stream import Reply
-
 
 def answered(question, asked, ledger, answer, n):
     "The prompt cell after its reply, with the output the kernel records (render's bundle) that later prompts read."
@@ -315,7 +314,8 @@ def test_token_estimates_windows_and_tags_at_their_edges():
 
 
 def test_a_cell_shown_by_the_frontend_but_not_run_here_is_labelled_so():
-    _, ledger = build_context([Cell('x = 1', origin='frontend', exec_count=None), Cell('y = 2', exec_count=3)], 'q?')
+    edited = Cell('x = 1', origin='frontend', exec_count=None, outputs=[dict(output_type='stream', name='stdout', text='0')])
+    _, ledger = build_context([edited, Cell('y = 2', exec_count=3)], 'q?')   # edited since it ran: its old output stays
     assert [i['label'] for i in ledger['items']][:2] == ['In [ ] (not run in this kernel)', 'In [3]']
 
 
@@ -364,3 +364,61 @@ def test_the_ledger_counts_every_message_s_tokens_and_says_what_overflows():
     assert build_context([], 'q' * 4000, limit=100)[1]['notes'][0].startswith('the prompt alone (~')
     assert build_context([pinned], 'q', limit=100)[1]['notes'][0].startswith('the prompt and the pinned cells (~')
     assert build_context([pinned], 'q', limit=10**6)[1]['notes'] == []
+
+
+# ---- what mutation samples with other seeds left alive (issue 23.1)
+
+def test_an_empty_prompt_cell_is_skipped_and_every_older_cell_stays():
+    cells = [code('old = 1', exec_count=1), Cell('%%prompt\nFirst?', 'prompt', [reply_out('One.')], exec_count=2),
+             code('mid = 2', exec_count=3), Cell('%%prompt\n', 'prompt', exec_count=4),
+             Cell('%%prompt -m qwen3:1.7b\n   \n', 'prompt', exec_count=5), code('new = 3', exec_count=6)]
+    msgs, ledger = build_context(cells, 'And now?', system='')
+    text = json.dumps(msgs)
+    assert all(s in text for s in ('old = 1', 'First?', 'One.', 'mid = 2', 'new = 3')), text
+    assert [m['role'] for m in msgs] == ['user', 'assistant', 'user']
+    assert [i['label'] for i in ledger['items']] == ['In [1]', 'Prompt [2] and reply', 'In [3]', 'In [6]']   # no empty turn
+
+
+def test_a_re_run_cell_moves_to_its_new_run_in_execution_order_and_stays_put_in_notebook_order(shell):
+    "Execution order (the notebook unknown): a cell run again is where it ran last; notebook order: where it is."
+    from boopiter_ext.faces.capture import CellRecorder
+    rec = CellRecorder(shell)
+    rec.register()
+    try:
+        for src, cid in (('a = 1', 'ca'), ('b = 2', 'cb'), ('c = 3', 'cc'), ('a = 10', 'ca')):   # `ca` edited, run again
+            shell.run_cell(src, store_history=True, cell_id=cid)
+    finally: rec.unregister()
+    assert [(c.cell_id, c.source) for c in rec.cells()] == [('cb', 'b = 2'), ('cc', 'c = 3'), ('ca', 'a = 10')]
+    current = Cell('%%prompt\nWhat is a?', 'prompt', cell_id='p')
+    msgs, _ = build_context(order_cells(rec.cells(), None, current), 'What is a?', system='')
+    text = msgs[-1]['content']
+    assert text.index('b = 2') < text.index('c = 3') < text.index('a = 10') and 'a = 1\n' not in text
+    saved = [code(s, cell_id=i, origin='file') for s, i in (('a = 1', 'ca'), ('b = 2', 'cb'), ('c = 3', 'cc'))]
+    saved.append(Cell('%%prompt\nWhat is a?', 'prompt', cell_id='p', origin='file'))
+    assert [c.source for c in order_cells(rec.cells(), saved, current)] == ['a = 10', 'b = 2', 'c = 3']
+    assert [c.exec_count for c in order_cells(rec.cells(), saved, current)] == [4, 2, 3]   # as they ran here
+
+
+def test_a_cell_the_notebook_holds_between_the_last_run_one_and_the_prompt_is_above_it():
+    saved = [code('x = 1', cell_id='c1', origin='file'), code('y = 2', result('2'), cell_id='c2', origin='file'),
+             Cell('%%prompt\nq', 'prompt', cell_id='p3', origin='file'), code('z = 3', cell_id='c4', origin='file')]
+    cur = Cell('%%prompt\nq', 'prompt', cell_id='p3')
+    assert [c.source for c in order_cells([code('x = 1', cell_id='c1'), cur], saved, cur)] == ['x = 1', 'y = 2']
+
+
+def test_for_a_prompt_the_notebook_lacks_the_cells_below_the_last_run_one_are_not_above_it():
+    saved = [code('x = 1', cell_id='c1', origin='file'), code('y = 2', cell_id='c2', origin='file'),
+             code('z = 3', cell_id='c3', origin='file')]
+    cur = Cell('%%prompt\nq', 'prompt', cell_id='new')   # typed after the last save
+    assert [c.source for c in order_cells([code('x = 1', cell_id='c1'), cur], saved, cur)] == ['x = 1']
+    assert [c.source for c in order_cells([code('y = 2', cell_id='c2'), cur], saved, cur)] == ['x = 1', 'y = 2']
+
+
+def test_a_cell_hidden_since_it_ran_is_hidden_in_the_context_and_its_record_is_left_as_it_was():
+    from boopiter_ext.context.build import HIDE_TAG
+    ran = code('secret = 1', cell_id='c1', tags=('setup',))   # tagged when it ran, hidden in the notebook since
+    saved = [code('secret = 1', cell_id='c1', origin='file', tags=('setup', HIDE_TAG)),
+             Cell('%%prompt\nq', 'prompt', cell_id='p2')]
+    cur = Cell('%%prompt\nq', 'prompt', cell_id='p2')
+    [got] = order_cells([ran, cur], saved, cur)
+    assert HIDE_TAG in got.tags and ran.tags == ('setup',)

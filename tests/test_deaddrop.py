@@ -247,6 +247,7 @@ def cli(root, *args, **kw):
                           capture_output=True, text=True, env=env, timeout=30, **kw)
 
 
+@pytest.mark.heavy
 def test_cli_new_list_next_json_show(root):
     r = cli(root, 'new', 'review-42')
     assert r.returncode == 0 and 'deaddrop/review-42' in r.stderr
@@ -261,6 +262,7 @@ def test_cli_new_list_next_json_show(root):
     assert f'{pid} (waiting)' in cli(root, 'show', 'review-42', pid).stdout
 
 
+@pytest.mark.heavy
 def test_cli_errors_are_one_line_exit_2(root):
     for args in [('new', '../x'), ('next', 'missing'), ('reply', 'missing', '1-1a2b3c4d'), ('bogus',), ('show', 'a')]:
         r = cli(root, *args, input='')

@@ -1,7 +1,6 @@
 """The dead drop from the notebook side, in real kernels: prompts answered through files by another process."""
 
-import json, subprocess, sys, threading, time
-from pathlib import Path
+import subprocess, sys, threading, time
 import pytest
 from kernels import KernelSession
 

@@ -1,6 +1,6 @@
 """Loading, unloading and using the extension in a bare InteractiveShell (no kernel): replies print as text."""
 
-import json, os, re, subprocess, sys
+import os, re, subprocess, sys
 import pytest
 from conftest import run, ROOT
 import boopiter_ext
@@ -21,8 +21,8 @@ def test_load_registers_and_unload_removes_everything(shell, capsys):
     assert {'prompt'} <= loaded['cell'] - before['cell'] and {'boop'} <= loaded['line'] - before['line']
     assert len(loaded['pre']) == len(before['pre']) + 1 and len(loaded['post']) == len(before['post']) + 1
     assert 'BoopMagics' in loaded['registry'] and loaded['publish'] is not None
-    shell.run_line_magic('load_ext', 'boopiter_ext')
-    assert 'already loaded' in capsys.readouterr().out and hooks(shell) == loaded
+    shell.run_line_magic('load_ext', 'boopiter_ext')                    # the notebook's load cell, run again
+    assert capsys.readouterr().out == '' and hooks(shell) == loaded     # loaded, as it asks: nothing to say
     shell.run_line_magic('reload_ext', 'boopiter_ext')
     assert hooks(shell)['pre'].__len__() == len(loaded['pre'])          # reload leaves one set
     shell.run_line_magic('unload_ext', 'boopiter_ext')
@@ -38,8 +38,8 @@ def test_a_load_ext_after_the_frontends_load_adopts_it_quietly_and_unload_remove
     boopiter_ext._frontend_load(shell)                                  # again (a second view): nothing more
     shell.run_line_magic('load_ext', 'boopiter_ext')                    # the notebook's own cell, on every Run All
     assert capsys.readouterr().out == '' and hooks(shell) == loaded     # no "already loaded", no second set
-    shell.run_line_magic('load_ext', 'boopiter_ext')                    # now IPython's: a second one says so
-    assert 'already loaded' in capsys.readouterr().out and hooks(shell) == loaded
+    shell.run_line_magic('load_ext', 'boopiter_ext')                    # now IPython's: a second one is quiet too
+    assert capsys.readouterr().out == '' and hooks(shell) == loaded
     shell.run_line_magic('unload_ext', 'boopiter_ext')
     assert hooks(shell) == before and capsys.readouterr().out == ''
     boopiter_ext._frontend_load(shell)                                  # after an unload the frontend loads it anew
@@ -71,19 +71,47 @@ def test_loading_imports_nothing_heavy():
     assert out.stdout.strip() == '[]', out.stdout + out.stderr
 
 
-def test_warm_up_imports_litellm_in_the_background_unless_ollama_only(tmp_path):
-    code = ("import sys, time; from IPython.core.interactiveshell import InteractiveShell\n"
+@pytest.mark.slow   # no kernel, but litellm is imported twice, in processes of their own (seconds of CPU each)
+def test_litellm_is_warmed_up_only_once_a_cloud_id_is_picked_or_named(tmp_path):
+    "No model set, or an Ollama one: litellm is never imported. A cloud id in the settings, a `%config` or a prompt " \
+    "cell's `-m`: imported in the background, with what its first request loads."
+    from conftest import write_code_notebook
+    nb = write_code_notebook(tmp_path/'nb.ipynb', ['x = 1', '%%prompt -m anthropic/claude-sonnet-4-5\nhi'])
+    code = ("import sys, threading; from IPython.core.interactiveshell import InteractiveShell\n"
             "ip = InteractiveShell.instance(); {cfg}\n"
-            "ip.run_line_magic('load_ext', 'boopiter_ext'); m = ip.magics_manager.registry['BoopMagics']\n"
-            "loaded = 'litellm' in sys.modules\n"
-            "if m._warm: m._warm.join(60)\n"
-            "print(loaded, 'litellm' in sys.modules)")
-    def run_(cfg):
-        out = subprocess.run([sys.executable, '-c', code.format(cfg=cfg)], capture_output=True, text=True, cwd=tmp_path)
+            "def now(cfg=None):\n"
+            "    if cfg: ip.run_line_magic('config', cfg)\n"
+            "    for t in threading.enumerate():\n"
+            "        if t.name.startswith('boopiter-warm'): t.join(300)\n"
+            "    print('litellm' in sys.modules, 'litellm.litellm_core_utils.logging_callback_manager' in sys.modules)\n"
+            "ip.run_line_magic('load_ext', 'boopiter_ext')\n"
+            "print('litellm' in sys.modules)\n"
+            "{then}")
+    def run_(cfg='', then='now()', **env):
+        out = subprocess.run([sys.executable, '-c', code.format(cfg=cfg, then=then)], capture_output=True, text=True,
+                             cwd=tmp_path, env={**os.environ, **env})
         assert out.returncode == 0 and not out.stderr, out.stderr
         return out.stdout.split()
-    assert run_('') == ['False', 'True']                              # not during load; soon after, off-thread
-    assert run_("ip.run_line_magic('config', \"BoopMagics.model = 'qwen3:1.7b'\")") == ['False', 'False']
+    # no model set (Ollama or the embedded model answers), then an Ollama one, then a cloud id named in `models`
+    assert run_(then="now(); now(\"BoopMagics.model = 'qwen3:1.7b'\"); "
+                     "now(\"BoopMagics.models = 'qwen3:1.7b, anthropic/claude-sonnet-4-5'\")") == \
+        ['False', 'False', 'False', 'False', 'False', 'True', 'True']     # named: imported off-thread, with its first request
+    assert run_(BOOPITER_NOTEBOOK=str(nb)) == ['False', 'True', 'True']   # a prompt cell of the notebook names one
+    assert run_("ip.run_line_magic('config', 'BoopMagics.warm_up = False')", BOOPITER_NOTEBOOK=str(nb)) == \
+        ['False', 'False', 'False']
+
+
+@pytest.mark.slow
+def test_a_kernel_that_asks_ollama_never_imports_litellm_until_a_cloud_id_is_picked(kernel, srv):
+    import time
+    srv.script('Because `total` is the sum of the list.')
+    assert kernel.run('%%prompt -m qwen3:1.7b\nWhy?').reply['data']['text/plain'] == 'Because `total` is the sum of the list.'
+    kernel.run('import sys, threading\n[t.join() for t in threading.enumerate() if t.name.startswith("boopiter-warm")]')
+    assert kernel.value("'litellm' in sys.modules") == 'False'
+    kernel.run('%boop model openai/gpt-4o-mini')                           # picked: the warm-up starts
+    deadline = time.monotonic() + 300
+    while kernel.value("'litellm' in sys.modules") == 'False' and time.monotonic() < deadline: time.sleep(0.5)
+    assert kernel.value("'litellm' in sys.modules") == 'True'
 
 
 def test_prompt_prints_the_reply_as_text_without_a_kernel(shell, srv, monkeypatch, capsys):
@@ -194,6 +222,7 @@ def test_unload_leaves_display_working_even_if_publish_was_wrapped_after_us(shel
     assert run(shell, 'from IPython.display import display\ndisplay("hello")').success
 
 
+@pytest.mark.timed
 def test_stream_capture_keeps_head_and_tail_and_costs_the_same_per_line_however_long_the_cell(shell, monkeypatch):
     """A cell that prints far more than is kept: its first and last `_KEEP` characters stay, with the count of those
     dropped between; and the cost per line printed is flat (a rate: 4x the lines take about 4x the time, not 16x)."""
@@ -216,6 +245,7 @@ def test_stream_capture_keeps_head_and_tail_and_costs_the_same_per_line_however_
     assert long / short < 8, (short, long)   # linear: 4; rejoining all that was kept on every write would be ~16
 
 
+@pytest.mark.heavy
 def test_the_characters_not_kept_are_counted_across_compactions(shell, monkeypatch):
     from boopiter_ext.faces import capture
     monkeypatch.setattr(capture, '_KEEP', 20_000)

@@ -236,19 +236,23 @@ def test_run_all_keeps_saved_replies_when_only_the_automatic_choice_changed(tmp_
         assert run_notebook(tmp_path/'run2.ipynb', tmp_path/'run3.ipynb', write=lambda s: None)
         assert srv.chats() == [] and replies(tmp_path/'run3.ipynb') == kept   # stable: no diff from run to run
 
-        srv.script('y is 44.')                                    # a changed cell above the second prompt: asked
+        srv.script('y is 44.')   # a changed cell above the second prompt: its reply is kept, marked stale, not asked
         changed = edited(tmp_path/'run2.ipynb', tmp_path/'changed.ipynb', c3='y = x + 2')
         assert run_notebook(changed, tmp_path/'run4.ipynb', write=lambda s: None)
-        assert [c['model'] for c in srv.chats()] == ['deep-r1:14b']
+        assert srv.chats() == []
         got = [(o['metadata']['boopiter'].get('kept'), o['data']['text/plain']) for o in replies(tmp_path/'run4.ipynb')]
-        assert got == [('deep-r1:14b', 'x is 42.'), (None, 'y is 44.')]
+        assert got == [('deep-r1:14b', 'x is 42.'), ('deep-r1:14b', 'y is 43.')]
+        stale = replies(tmp_path/'run4.ipynb')[1]['metadata']['boopiter']['stale']
+        assert 'y = x + 2' in stale and '--fresh' in stale
 
         srv.reset(); srv.loaded = {'deep-r1:14b'}
         srv.script('Forty-two.')                                  # `--fresh` asks again, deliberately
         assert run_notebook(edited(tmp_path/'run2.ipynb', tmp_path/'fresh.ipynb', c2='%%prompt --fresh\nWhat is x?'),
                             tmp_path/'run5.ipynb', write=lambda s: None)
-        assert [c['model'] for c in srv.chats()] == ['deep-r1:14b', 'deep-r1:14b']   # the context above changed too
-        assert [o['data']['text/plain'] for o in replies(tmp_path/'run5.ipynb')][0] == 'Forty-two.'
+        assert [c['model'] for c in srv.chats()] == ['deep-r1:14b']   # only it: the prompt below keeps its reply,
+        fresh, below = replies(tmp_path/'run5.ipynb')                  # marked stale (the answer above it changed)
+        assert fresh['data']['text/plain'] == 'Forty-two.' and fresh['metadata']['boopiter']['previous']
+        assert below['data']['text/plain'] == 'y is 43.' and below['metadata']['boopiter']['stale']
 
         srv.reset()
         srv.loaded = {'quick:3b'}                                 # back to the model that wrote them: plainly reused

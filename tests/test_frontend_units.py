@@ -27,7 +27,9 @@ def test_typescript_units_pass(tmp_path):
                        text=True, timeout=600, env={**os.environ, 'NO_COLOR': '1'})
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
     result = json.loads(report.read_text())
-    failed = [t['fullName'] for f in result['testResults'] for t in f['assertionResults'] if t['status'] != 'passed']
+    # skipped: only the wire test, which needs the kernel's messages (tests/test_protocol_schema.py runs it with them)
+    failed = [t['fullName'] for f in result['testResults'] for t in f['assertionResults']
+              if t['status'] != 'passed' and not (t['status'] in ('skipped', 'pending') and 'wire.test' in f['name'])]
     assert result['numFailedTests'] == 0 and not failed, failed
     assert result['numPassedTests'] >= 50, result['numPassedTests']   # the suites are all there
 

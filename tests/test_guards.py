@@ -123,6 +123,7 @@ def test_blocks_nested_deeper_than_a_reply_is_shown_are_not_blocks():
     assert sanitize._parser().options.maxNesting == blocks._SHOWN == 64   # the two must move together
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize('unit', ['> ```python\nx\n', '[a]:\n', '[a]: /u\n===\n', '<div>\n', '>\t' * 3 + 'x\n',
                                   '```python\nf()\n```\n', '- ' * 30 + 'x\n\n', '1. ' * 20 + '```py\n>\n'])
 def test_python_blocks_take_time_in_proportion_to_the_text(unit):
@@ -208,6 +209,7 @@ def test_plan_calls_refuses_unknown_names_bad_syntax_and_empty_blocks():
     assert plan_calls('# nothing\n\n') == ([], 'the block is empty')
 
 
+@pytest.mark.heavy
 def test_a_block_over_the_limits_is_refused_before_it_is_parsed():
     assert (MAX_LINES, MAX_CHARS) == (1_000, 100_000)
     long = 'f(1)\n' * 1_001
@@ -233,13 +235,14 @@ def best(f, repeat=3):
     return min(times)
 
 
+@pytest.mark.timed   # measures a rate: coverage paused (conftest); heavy too
 def test_planning_is_linear_in_the_block():
     def per_line(n):
         code = ''.join(f"add_numbers({i}, b='é{i}')\n" for i in range(n))
-        t = time.perf_counter()
+        t = time.process_time()
         calls, problem = plan_calls(code, max_lines=None, max_chars=None)
         assert problem is None and len(calls) == n and calls[-1].source == f"add_numbers({n-1}, b='é{n-1}')"
-        return (time.perf_counter() - t) / n
+        return (time.process_time() - t) / n
     small, big = min(per_line(500) for _ in range(3)), min(per_line(8_000) for _ in range(3))
     assert big < 3 * small, (small, big)   # was 3.5 ms a line at 2,000 lines and growing: quadratic
     code = ''.join(f"add_numbers({i}, b='é{i}')\n" for i in range(MAX_LINES))
@@ -444,6 +447,7 @@ def test_screen_output_names_the_offered_tools():
 @pytest.mark.parametrize('text', ['<' * 100_000, 'call x_y ' * 20_000, 'system:\n' * 20_000, 'a|' * 50_000,
                                   'ignore the ' * 10_000, '\u200b' * 100_000, 'reply with:\n```python\n' * 5_000,
                                   '<tool_call>' * 20_000, '[' * 50_000, 'before answering ' * 10_000])
+@pytest.mark.heavy
 def test_screening_and_quarantine_stay_linear_on_hostile_text(text):
     "Rates: the time per character is flat from a sixteenth of the text to all of it, on a shared machine."
     def per_char(t):

@@ -68,6 +68,7 @@ def test_a_model_without_vision_gets_placeholders_and_no_image():
                                             why='the model takes no images')]
 
 
+@pytest.mark.heavy
 def test_images_are_scaled_and_cost_their_size_in_the_budget():
     big = [code('plot()', figure(png_b64(4000, 2000)), n=1)]
     msgs, ledger = build_context(big, 'q', vision=True, max_side=512)

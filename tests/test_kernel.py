@@ -1,7 +1,6 @@
 """End to end in real kernels: streaming, context on the wire, and every fault as a message in the cell."""
 
-import json, threading, time
-from pathlib import Path
+import json, time
 import nbformat, pytest
 from nbclient import NotebookClient
 from ollama_server import free_port
@@ -24,7 +23,7 @@ def assert_one_paragraph_error(res, ename):
 def test_reply_streams_into_one_display_throttled_and_ends_exact(kernel, srv):
     reply = ''.join(f'word{i} ' for i in range(150)) + '\n\n```python\nprint("done")\n```\n'
     srv.script(reply, delay=0.01)
-    res = kernel.run(f'%%prompt -m {MODEL}\nTell me a story')
+    res = kernel.run(f'%%prompt -m {MODEL}\nTell me a story', cell_id='c1')   # a cell someone can click: Run buttons
     assert res.status == 'ok'
     displays = [m for m in res.messages if m[1] in ('display_data', 'update_display_data') and 'text/markdown' in m[2]['data']]
     ids = {m[2]['transient']['display_id'] for m in displays}

@@ -2,7 +2,7 @@
 import IPython, widgets or comms, and no module imports another that (directly or not) imports it back. Lazy imports
 inside functions count, and relative imports of any level are resolved to full dotted names.
 
-    errors < settings < context < models < render < tools < core < faces < the package's __init__ (its table of contents)
+    redact < errors < settings < context < models < render < tools < core < faces < the package's __init__ (its table of contents)
 """
 
 import ast
@@ -11,7 +11,7 @@ import boopiter_ext
 
 PKG = Path(boopiter_ext.__file__).parent
 NAME = PKG.name
-ORDER = ['errors', 'settings', 'context', 'models', 'render', 'tools', 'core', 'faces', '__init__']   # lowest first
+ORDER = ['redact', 'errors', 'settings', 'context', 'models', 'render', 'tools', 'core', 'faces', '__init__']   # lowest first
 FACES = 'faces'
 FACE_ONLY = ('IPython', 'ipywidgets', 'ipykernel', 'comm', 'traitlets')
 

@@ -21,6 +21,7 @@ def ask(srv, model=MODEL, **kw):
     return r
 
 
+@pytest.mark.heavy
 def test_streams_the_exact_reply_reasoning_and_usage(srv):
     srv.script('  Two\n\nlines.  ', thinking='think first ')
     r = ask(srv, max_tokens=64)

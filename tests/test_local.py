@@ -1,6 +1,6 @@
 """The embedded model for real: SmolLM2-135M served by xllamacpp, through the OpenAI-compatible route."""
 
-import os, time
+import time
 from pathlib import Path
 import pytest
 from ollama_server import free_port
@@ -130,38 +130,42 @@ def test_the_router_streams_the_engine_directly_and_a_stall_frees_it_for_the_nex
     finally: router.close()
 
 
-def test_the_tiny_model_proposes_a_python_block_that_the_tool_loop_parses(tmp_path):
-    """Structure only, not wisdom: SmolLM2 writes a python block, and the guarded loop reads it: a block that calls
-    `add_numbers` becomes a guarded step; one that does not is example code, shown with Run buttons."""
+def loop_follows_the_blocks(reply, trace, outputs):
+    """What the guarded loop did with one reply, read off the reply's own python blocks (whatever the model wrote): a
+    reply of nothing but `add_numbers(47, 23)` calls runs them as a step; blocks that never name the tool are example
+    code (an answer, with Run buttons); no block is an answer; a mix may be refused or answered, and says which."""
     from boopiter_ext.tools.blocks import python_blocks
+    blocks = python_blocks(reply)
+    only_calls = blocks and all(b.strip() and all(line.replace(' ', '') == 'add_numbers(47,23)'
+                                                  for line in b.strip().splitlines()) for b in blocks)
+    if only_calls:
+        step = trace['steps'][0]
+        assert step['round'] == 1 and '70' in step['result'] and 'not valid Python' not in step['result'], trace
+    elif not any('add_numbers' in b for b in blocks):   # example code or none: an answer
+        assert trace['steps'] == [] and trace['stop'] in ('answered', 'truncated'), trace
+        if blocks: assert any('application/vnd.jupyter.widget-view+json' in o.get('data', {}) for o in outputs)
+    else: assert trace['stop'] and (trace['steps'] == [] or trace['steps'][0]['result']), trace
+    return bool(blocks)
+
+
+def test_the_tiny_model_proposes_a_python_block_that_the_tool_loop_parses(tmp_path):
+    """Structure only, not wisdom: what SmolLM2 writes goes through the guarded loop, which does with it what its python
+    blocks say (`loop_follows_the_blocks`), for any reply. The model samples, so a reply may hold no block (it answered
+    `117` five times in a row once): it is asked again, up to five times, for one that does, and every reply is checked."""
     with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
         k.run('%load_ext boopiter_ext')
         k.run('%config BoopMagics.max_tokens = 200')
         k.run('%boop tools kernel off files off')
         k.run('from boopiter_ext import add_tool\n@add_tool\ndef add_numbers(a:int, b:int)->int:\n'
               '    "Add two numbers together"\n    return a + b')
-        for _ in range(5):   # the tiny model samples: give it a few tries to write a complete block
+        for _ in range(5):
             res = k.run('%%prompt --auto --no-context -m local/smollm2-135m\nWhat is 47 + 23? Reply with only a '
-                        'python code block that calls add_numbers(47, 23).', timeout=240)
+                        'python code block that calls add_numbers(47, 23).', cell_id='ask', timeout=240)   # a frontend's
             assert res.status == 'ok', res.text
             replies = [o['data']['text/plain'] for o in res.outputs if o['metadata'].get('boopiter', {}).get('reply')]
             trace = next(o['metadata']['boopiter']['tool_loop'] for o in res.outputs
                          if 'tool_loop' in o['metadata'].get('boopiter', {}))
-            if python_blocks(replies[0]): break
-        assert python_blocks(replies[0]), replies
-        # which way the loop must go is read off the blocks here, not from the loop: a block of nothing but
-        # `add_numbers(47, 23)` calls must run as a step; blocks that never name the tool are example code
-        blocks = python_blocks(replies[0])
-        only_calls = all(b.strip() and all(line.replace(' ', '') == 'add_numbers(47,23)' for line in b.strip().splitlines())
-                         for b in blocks)
-        if only_calls:
-            step = trace['steps'][0]
-            assert step['round'] == 1 and '70' in step['result'] and 'not valid Python' not in step['result']
-        elif not any('add_numbers' in b for b in blocks):   # example code, not a call: an answer, with its Run buttons
-            assert trace['steps'] == [] and trace['stop'] in ('answered', 'truncated')
-            assert any('application/vnd.jupyter.widget-view+json' in o.get('data', {}) for o in res.outputs)
-        else:   # a mix (a call inside other code): the loop may refuse it or answer, but it says which
-            assert trace['stop'] and (trace['steps'] == [] or trace['steps'][0]['result'])
+            if loop_follows_the_blocks(replies[0], trace, res.outputs): break   # the first: the model's own
 
 
 def test_a_start_reports_its_steps_to_every_caller_and_the_status_follows_it():
@@ -197,7 +201,8 @@ def test_the_token_estimate_follows_a_real_tokenizer_on_prose_code_and_tables_of
     model.ensure()
     try:
         def real(text): return len(requests.post(model.url + '/tokenize', json={'content': text}, timeout=30).json()['tokens'])
-        words = Path(__file__).with_name('test_context.py').read_text().split()
+        import inspect, textwrap
+        words = inspect.getsource(textwrap).split()   # prose and code that do not change with this project's files
         for _ in range(12):   # prose and code, a DataFrame's repr, a column of integers, all of them mixed
             prose = ' '.join(rnd.choices(words, k=rnd.randint(50, 400)))
             table = '\n'.join(f'{i:<4}' + ''.join(f'{rnd.uniform(-1e4, 1e4):>14.{rnd.randint(1, 6)}f}' for _ in range(5))

@@ -127,7 +127,7 @@ def test_a_dry_run_sends_nothing_and_shows_everything(reopened, srv):
     assert md.startswith('*Dry run: nothing was sent. Model: qwen3:1.7b (Ollama)')
     assert 'double(x: int) -&gt; int' in md or 'double(x: int) -> int' in md
     assert 'ndarray, shape (3, 4), dtype int64' in md and 'sk-123456' not in md and 'named like a secret' in md
-    assert '**system · \\~' in md and '**user · \\~' in md and 'What is total?' in md
+    assert '<details><summary>system · ~' in md and '<details><summary>user · ~' in md and 'What is total?' in md
 
 
 def test_variables_and_functions_by_reference_reach_the_model(kernel, srv):
@@ -154,7 +154,7 @@ def test_notebook_tools_read_everywhere_and_change_it_only_through_the_frontend(
     k.run('%boop tools notebook on')
     srv.script('```python\nlist_cells()\nread_cell("c1")\nsearch_notebook("total")\nedit_cell("c1", "total = 0")\n```')
     srv.script('Refused without a frontend.')
-    res = k.run(f'%%prompt -m {MODEL} --auto\nPlease fix the total cell', cell_id='c4', answers=['y'])
+    k.run(f'%%prompt -m {MODEL} --auto\nPlease fix the total cell', cell_id='c4', answers=['y'])
     assert k.prompts == ["Run edit_cell(cell='c1', source='total = 0')? [y/N] "]   # consent first, as for every change
     results = json.dumps(srv.requests[-1].json)
     assert 'Mars' not in results and 'c2' not in results   # hidden cells reach no tool
@@ -183,6 +183,6 @@ def test_notebook_tools_read_everywhere_and_change_it_only_through_the_frontend(
     send = k.send(f'%%prompt -m {MODEL} --auto\nPlease fix the total cell', cell_id='c4', answers=['y'])
     watcher.start()
     watcher.join(40)
-    res = k.collect(send, timeout=60)
+    k.collect(send, timeout=60)
     assert edits and edits[0]['op'] == 'edit' and edits[0]['cell'] == 'c1' and edits[0]['expect'].startswith('total = 1234')
     assert 'done: cell c1 changed' in json.dumps(srv.requests[-1].json)

@@ -1,6 +1,6 @@
 """The Ollama client against the test server: what goes on the wire, and every fault as a clear error."""
 
-import json, threading, time
+import json, time
 import pytest
 from ollama_server import MID_STREAM_ERROR, RawReplyServer, free_port
 from boopiter_ext.errors import (OllamaError, OllamaModelNotFound, OllamaUnreachable, ReplyBroken, ReplyStalled,

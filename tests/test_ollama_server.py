@@ -216,6 +216,7 @@ def test_http_error_raises_in_ollama_client(srv, client):
 
 # ------------------------------------------------------ litellm, openai
 
+@pytest.mark.heavy   # imports litellm: 3-4 s
 def test_litellm_ollama_chat_stream(srv):
     import litellm
 

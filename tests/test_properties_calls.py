@@ -6,14 +6,14 @@ words that name a line of the block. Strategies: tests/strategies.py.
 """
 
 import ast, json, re, unicodedata
-import pytest
+from collections import Counter
 from hypothesis import given, settings, strategies as st
 from boopiter_ext.tools.guards import check_call, plan_calls
 from boopiter_ext.tools.blocks import python_blocks
 from boopiter_ext.tools.lenient import recover_calls
 from boopiter_ext.models.stream import Reply
 from boopiter_ext.tools.loop import tool_blocks
-from strategies import AWKWARD, NAMES, deep_prefix, fenced_python, json_values, literals, tool_blocks as blocks
+from strategies import AWKWARD, NAMES, fenced_python, json_values, tool_blocks as blocks
 from test_guards import TOOLS
 
 SOME = settings(max_examples=300, deadline=None)
@@ -38,27 +38,40 @@ def test_plan_calls_answers_every_block_with_calls_or_one_reason(code):
     assert (calls and problem is None) or (calls == [] and isinstance(problem, str) and problem)
 
 
-@SOME
-@given(blocks())
-def test_an_accepted_block_runs_exactly_the_calls_it_planned(code):
-    calls, problem = plan_calls(code, NS)
-    if problem: return
-    made = run(code, NS)
-    assert [(c.name, c.args, c.kwargs) for c in calls] == made
-    assert [type(v) for c in calls for v in c.args] == [type(v) for _,a,_ in made for v in a]
-    for c in calls:   # a notebook variable goes as itself, never a copy
-        assert all(v is NS['df'] for v in c.args if type(v) is object)
+def test_an_accepted_block_runs_exactly_the_calls_it_planned():
+    ended = Counter()   # where each example ended: a block refused says nothing here, so enough must be accepted
+
+    @SOME
+    @given(blocks())
+    def accepted_blocks(code):
+        calls, problem = plan_calls(code, NS)
+        ended['refused' if problem else 'accepted'] += 1
+        if problem: return
+        made = run(code, NS)
+        assert [(c.name, c.args, c.kwargs) for c in calls] == made
+        assert [type(v) for c in calls for v in c.args] == [type(v) for _,a,_ in made for v in a]
+        for c in calls:   # a notebook variable goes as itself, never a copy
+            assert all(v is NS['df'] for v in c.args if type(v) is object)
+    accepted_blocks()
+    assert ended['accepted'] >= 0.25 * sum(ended.values()), ended   # about 45% are
 
 
-@SOME
-@given(blocks())
-def test_a_refusal_quotes_a_line_of_the_block(code):
-    calls, problem = plan_calls(code, NS)
-    if not problem or not (m := re.match(r'line (\d+): `(.*?)` is not allowed', problem)): return
-    lines = re.split(r'\r\n|\r|\n', code)
-    assert 1 <= int(m[1]) <= len(lines)
-    quoted = m[2].rstrip('…')
-    assert quoted in lines[int(m[1]) - 1] or quoted in code
+def test_a_refusal_quotes_a_line_of_the_block():
+    ended = Counter()   # only a refusal of a line says which: enough examples must be one
+
+    @SOME
+    @given(blocks())
+    def refusals(code):
+        calls, problem = plan_calls(code, NS)
+        m = re.match(r'line (\d+): `(.*?)` is not allowed', problem or '')
+        ended['quoted' if m else 'other'] += 1
+        if not m: return
+        lines = re.split(r'\r\n|\r|\n', code)
+        assert 1 <= int(m[1]) <= len(lines)
+        quoted = m[2].rstrip('…')
+        assert quoted in lines[int(m[1]) - 1] or quoted in code
+    refusals()
+    assert ended['quoted'] >= 0.15 * sum(ended.values()), ended      # about 30% are
 
 
 @SOME

@@ -1,7 +1,6 @@
 """A reply's mime bundle (render.py) written out in full: the details, the ledger, the metadata, the tool rounds and
 the dry run. Each expectation is the text a user reads, so a changed word, count or rounding fails here."""
 
-import pytest
 from boopiter_ext.render.reply import (REPLY_MIME, images_line, loop_bundle, preview_bundle, reasoning_label,
                                        reply_bundle, reply_data, reply_metadata, round_bundle)
 from boopiter_ext.models.stream import Reply
@@ -58,12 +57,33 @@ def test_reasoning_is_labelled_with_its_words_and_its_time_from_a_twentieth_of_a
 
 
 def test_the_streaming_rebuilder_is_used_only_while_streaming_and_a_given_answer_is_used_as_is():
-    def stream(text): return 'REBUILT'
-    assert reply_bundle(restored(status='streaming'), stream=stream)[0][REPLY_MIME]['markdown'] == 'REBUILT'
-    assert reply_bundle(restored(), stream=stream)[0][REPLY_MIME]['markdown'] == 'The answer.'
-    assert reply_data(restored(), answer='GIVEN')['markdown'] == 'GIVEN'
+    class Stream:
+        open = True
+        def blocks(self, text): return ['REBUILT', 'TWICE']
+    stream = Stream()
+    data = reply_bundle(restored(status='streaming'), stream=stream)[0]
+    assert data[REPLY_MIME]['blocks'] == ['REBUILT', 'TWICE'] and data[REPLY_MIME]['open'] is True
+    assert data['text/markdown'].startswith('REBUILT\n\nTWICE')
+    done = reply_bundle(restored(), stream=stream)[0][REPLY_MIME]
+    assert done['blocks'] == ['The answer.'] and 'open' not in done
+    assert reply_data(restored(), answer=['GIVEN'])['blocks'] == ['GIVEN']
     assert 'text/markdown' not in reply_bundle(restored(status='streaming'), stream=stream, markdown=False)[0]
     assert 'text/markdown' in reply_bundle(restored(), stream=stream, markdown=False)[0]
+
+
+def test_the_frontend_gets_the_blocks_the_kernel_vetted_and_no_markdown_to_cut_again():
+    from boopiter_ext.render.sanitize import SafeStream
+    answer = 'Intro\n\n- ```\n  a\n  ```\n\n```\n\n<img src=http://evil.example/x>\n```\n\nEnd'
+    data = reply_bundle(restored(answer=answer))[0]
+    blocks = data[REPLY_MIME]['blocks']
+    assert 'markdown' not in data[REPLY_MIME] and len(blocks) == 4
+    assert blocks[2] == '```\n\n<img src=http://evil.example/x>\n```'   # the code block whole, its HTML as code
+    assert '\n\n'.join(blocks) in data['text/markdown']                 # other frontends read the same blocks
+    stream, r = SafeStream(), restored(status='streaming', answer='Intro\n\n```python\nx = 1')
+    live = reply_bundle(r, stream=stream)[0][REPLY_MIME]
+    assert live['blocks'] == ['Intro', '```python\nx = 1\n```'] and live['open'] is True
+    r = restored(status='streaming', answer='Intro\n\n```python\nx = 1\n```')
+    assert 'open' not in reply_bundle(r, stream=stream)[0][REPLY_MIME]     # closed: rendered as code
 
 
 def test_metadata_rounds_timings_and_leaves_out_what_is_empty():
@@ -119,8 +139,9 @@ def test_a_dry_run_shows_model_window_tools_ledger_images_and_every_message():
     shown = head.replace('~', '\\~').replace('_', '\\_')   # as Markdown: `~` and `_` escaped
     assert text.startswith(f'*{shown}*\n\n<details><summary>Context: 3 cells, ~1,234 tokens')
     assert '*Images: 2 sent (640×480, 1024×512 (scaled from 2048×1024)); 2 not sent: the model sees no images*' in text
-    assert text.endswith('**system · \\~3 tokens**\n\n```\nBe brief.\n```\n\n**user · \\~4 tokens · 1 image**\n\n```\n'
-                         'What is this?\n```')
+    assert text.endswith('<details><summary>system · ~3 tokens</summary>\n\n```\nBe brief.\n```\n\n</details>\n\n'
+                         '<details><summary>user · ~4 tokens · 1 image</summary>\n\n```\nWhat is this?\n```\n\n</details>')
+    # each message folded, collapsed: the dry run in a cell is a list of messages to open, not a wall of text
     bare = preview_bundle(dict(preview, route={}, tools=[], auto=True, ledger=dict(LEDGER, image_records=[]),
                                messages=[dict(role='user', content='Hi')]))[0]['text/plain']
     assert bare.startswith('Dry run: nothing was sent. Model: qwen3:1.7b; ~1,234 tokens of a 8,192-token window, 1,024 '

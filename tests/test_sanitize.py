@@ -5,13 +5,13 @@ out, marked 16 with JupyterLab's plugins, math put back) and VS Code's markdown-
 parse5 and checked for any element, attribute or URL that Markdown does not render legitimately.
 """
 
-import json, random, re, subprocess, time
+import json, random, re, subprocess, sys, time
 from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
-from markdown_corpus import ATOMS, CONTROLS, SEPARATORS, documents
+from markdown_corpus import ATOMS, CONSTRUCTS, CONTROLS, INLINE, SEPARATORS, construct, documents, layouts
 from boopiter_ext.render import sanitize
-from boopiter_ext.render.sanitize import SafeStream, safe_markdown, vet_url
+from boopiter_ext.render.sanitize import SafeStream, safe_blocks, safe_markdown, vet_url
 
 JS = Path(__file__).parent/'js'
 
@@ -21,9 +21,9 @@ def frontends():
     "render(docs) -> one {'lab': problems, 'vscode': problems} per doc, rendered by the frontends' own libraries."
     if not (JS/'node_modules'/'marked').is_dir():
         subprocess.run(['npm', 'ci', '--no-audit', '--no-fund'], cwd=JS, check=True, capture_output=True)
-    def render(docs):
-        out = subprocess.run(['node', str(JS/'render.mjs')], input=json.dumps(docs), capture_output=True, text=True,
-                             check=True, timeout=600)
+    def render(docs, html=False):
+        out = subprocess.run(['node', str(JS/'render.mjs'), *(['html'] if html else [])], input=json.dumps(docs),
+                             capture_output=True, text=True, check=True, timeout=600)
         return json.loads(out.stdout)
     return render
 
@@ -86,6 +86,7 @@ def test_fixed_attacks_render_nothing_active_in_lab_or_vscode(frontends):
     assert sum(bool(r["lab"] or r["vscode"]) for r in raw) >= 0.6 * len(docs)
 
 
+@pytest.mark.heavy   # 30 s; the fixed attacks above are the fast one of this class
 def test_a_generated_corpus_renders_nothing_active(frontends):
     docs = documents(4000, seed=12)
     safe = [safe_markdown(d) for d in docs]
@@ -93,6 +94,7 @@ def test_a_generated_corpus_renders_nothing_active(frontends):
     assert sum(bool(r['lab'] or r['vscode']) for r in frontends(docs)) > 2000   # the corpus is hostile
 
 
+@pytest.mark.heavy   # the fast one: test_every_streaming_update_sends_blocks_that_are_each_safe
 def test_every_streaming_update_is_safe(frontends):
     rng, docs, safe = random.Random(5), documents(150, seed=99), []
     for d in docs:
@@ -171,10 +173,14 @@ def test_a_destination_a_parser_would_decode_is_escaped():
     assert vet_url('p q<r>.png', True) == 'p%20q%3Cr%3E.png'
 
 
-def test_when_nh3_would_remove_anything_the_reply_is_plain_text(monkeypatch, caplog):
-    monkeypatch.setattr(sanitize, '_rebuild', lambda *a: '<img src=x onerror=alert(1)>')
-    out = safe_markdown('anything <b>at all</b>')
-    assert out == '```\nanything <b>at all</b>\n```' and 'allow-list' in caplog.text
+def test_when_nh3_would_remove_anything_the_block_is_plain_text(monkeypatch, caplog):
+    real = sanitize._Writer.block
+    def block(self, n, prev=None):
+        hostile = n.type == 'paragraph' and 'anything' in n.children[0].tok.content
+        return '<img src=x onerror=alert(1)>' if hostile else real(self, n, prev)
+    monkeypatch.setattr(sanitize._Writer, 'block', block)
+    out = safe_blocks('anything <b>at all</b>\n\n- a list\n- stays')
+    assert out == ['```\nanything <b>at all</b>\n```', '- a list\n- stays'] and 'allow-list' in caplog.text
 
 
 def test_a_link_nh3_refuses_costs_only_that_link(caplog):
@@ -184,16 +190,16 @@ def test_a_link_nh3_refuses_costs_only_that_link(caplog):
 
 def test_stream_keeps_finished_blocks_and_rebuilds_only_the_last():
     calls = []
-    real = sanitize.safe_markdown
+    real = sanitize.safe_blocks
     def counting(text, *a):
         calls.append(len(text))
         return real(text, *a)
     stream = SafeStream()
     text = ''.join(f'Paragraph {i} with <b>tags</b> and `code`.\n\n' for i in range(200))
-    sanitize.safe_markdown, outs = counting, []
+    sanitize.safe_blocks, outs = counting, []
     try:
         for end in [*range(0, len(text), 97), len(text)]: outs.append(stream(text[:end]))
-    finally: sanitize.safe_markdown = real
+    finally: sanitize.safe_blocks = real
     assert outs[-1].count('Paragraph') == 200
     assert max(calls) < 400                           # never the whole text again: each block once, plus the tail
     assert sum(calls) < 3 * len(text)
@@ -214,6 +220,7 @@ def assert_inert(out):
     assert not re.search(r'<img src="(https?:)?//', html)
 
 
+@pytest.mark.heavy   # the fast ones: test_properties.py's hostile Markdown
 @settings(max_examples=400, deadline=None)
 @given(HOSTILE)
 def test_whatever_a_model_writes_passes_the_allow_list(text):
@@ -241,10 +248,16 @@ def test_every_markdown_a_kernel_sends_is_safe_streamed_reused_and_dead_drop(ker
     assert dropped.status == 'ok' and dropped.reply['data']['text/plain'] == hostile
     docs = markdowns(streamed) + markdowns(reused) + markdowns(dropped)
     assert len(markdowns(streamed)) > 3 and markdowns(reused) and markdowns(dropped)
+    def blocks(res): return [b for m in res.messages if m[1] in ('display_data', 'update_display_data')
+                             for b in m[2]['data'].get('application/vnd.boopiter.reply+json', {}).get('blocks', [])]
+    alone = blocks(streamed) + blocks(reused) + blocks(dropped)   # what the frontend renders, one block at a time
+    assert len(blocks(streamed)) > 3 * len(FIXED) // 2 and blocks(reused) and blocks(dropped)
+    docs += alone
     found = problems(frontends(docs), docs, docs)
     assert not found, [(f['lab'], f['vscode']) for f in found[:2]]
 
 
+@pytest.mark.heavy
 def test_everything_else_a_reply_shows_is_safe_too(frontends):
     "Tool rounds, the loop's summary, notes, warnings and model names set among our own Markdown: the same checks."
     from boopiter_ext.render.reply import loop_bundle, reply_markdown, round_bundle
@@ -286,8 +299,10 @@ def _quadratic(opener, n):
     return (opener + 'x\n') * n
 
 
-@pytest.mark.parametrize('opener', ['> # h\n', '> ```python\n', '> <div>\n', '>     code\n', '> | a |\n> |---|\n', '> >\n',
-                                    '>> > ~~~\n'])
+@pytest.mark.timed
+@pytest.mark.parametrize('opener', ['> >\n', *[pytest.param(o, marks=pytest.mark.heavy) for o in   # 2-5 s each
+                                                 ['> # h\n', '> ```python\n', '> <div>\n', '>     code\n', '> | a |\n> |---|\n',
+                                                  '>> > ~~~\n']]])
 def test_a_reply_whose_layout_would_take_quadratic_time_costs_linear_time(opener):
     def cost(n):   # the best of three: a shared machine's noise only ever adds
         text = _quadratic(opener, n)
@@ -310,8 +325,198 @@ def test_ordinary_block_quotes_keep_their_layout():
         assert not out.startswith('```') and out.count('>') >= text.count('\n> ') // 2
 
 
+@pytest.mark.heavy
+@pytest.mark.timed
 def test_a_stream_of_such_a_reply_costs_the_same_per_update_however_long_it_grows():
     text, stream = _quadratic('> # h\n', 6000), SafeStream()
     steps = [_timed(lambda: stream(text[:len(text) * i // 40])) for i in range(1, 41)]
     whole = _timed(lambda: safe_markdown(_quadratic('> # h\n', 150)))   # one update's worth, laid out at once
     assert sorted(steps)[len(steps) // 2] < 40 * max(whole, 1e-3)   # median update: no growth with the reply
+
+
+# ---- the blocks the frontend renders one by one (issue 21, 1)
+
+def _same_html(a, b): return re.sub(r'\s+', ' ', a).strip() == re.sub(r'\s+', ' ', b).strip()
+
+
+def _reply_blocks(text):
+    "The blocks the frontend gets: `reply_data(...)['blocks']` of a finished reply."
+    from boopiter_ext.models.stream import Reply
+    from boopiter_ext.render.reply import reply_data
+    r = Reply('m')
+    r.add_content(text)
+    r.finish('done')
+    return reply_data(r)['blocks']
+
+
+@pytest.mark.parametrize('n', [60, pytest.param(300, marks=pytest.mark.heavy)])
+def test_each_block_the_frontend_renders_alone_is_safe_and_together_they_render_the_whole(frontends, n):
+    docs = layouts(n, seed=21)
+    per_doc = [_reply_blocks(d) for d in docs]
+    blocks = [b for bs in per_doc for b in bs]
+    wholes = ['\n\n'.join(bs) for bs in per_doc]
+    assert len(blocks) > 3 * len(docs)   # the layouts come apart into blocks: the assertions below see each
+    out = frontends(blocks + wholes + docs, html=True)   # one run of the renderers for all three
+    alone, whole, raw = out[:len(blocks)], out[len(blocks):len(blocks) + len(docs)], out[len(blocks) + len(docs):]
+    bad = [(b, r['lab'][:2], r['vscode'][:2]) for b, r in zip(blocks, alone) if r['lab'] or r['vscode']]
+    assert bad == []
+    at = 0
+    for d, bs, w in zip(docs, per_doc, whole):
+        parts = alone[at:at + len(bs)]
+        at += len(bs)
+        for key in ('lab_html', 'vscode_html'):   # marked (JupyterLab, Notebook 7) and markdown-it (VS Code)
+            assert _same_html(w[key], ''.join(p[key] for p in parts)), (d, key)
+    # as written: what the checker finds in them, so the corpus is hostile
+    assert sum(bool(r['lab'] or r['vscode']) for r in raw) > len(docs) / 2
+
+
+def test_every_streaming_update_sends_blocks_that_are_each_safe(frontends):
+    rng, blocks, n = random.Random(7), [], 0
+    for d in layouts(80, seed=5):
+        stream = SafeStream()
+        for cut in sorted(rng.sample(range(len(d) + 1), min(len(d) + 1, 5))) + [len(d)]:
+            update = stream.blocks(d[:cut])
+            assert stream(d[:cut]) == '\n\n'.join(update)
+            blocks += update
+            n += 1
+    assert n >= 400 and len(blocks) > n
+    found = [(b, r) for b, r in zip(blocks, frontends(blocks)) if r['lab'] or r['vscode']]
+    assert found[:2] == []
+
+
+def test_a_stream_says_when_its_last_block_is_a_fence_not_closed_yet():
+    stream = SafeStream()
+    assert stream.blocks('Intro\n\n```py\nx = 1') == ['Intro', '```py\nx = 1\n```'] and stream.open
+    assert stream.blocks('Intro\n\n```py\nx = 1\n```') == ['Intro', '```py\nx = 1\n```'] and not stream.open
+    stream = SafeStream()
+    assert stream.blocks('~~~~\nx\n~~~\ny') == ['```\nx\n~~~\ny\n```'] and stream.open   # a shorter run closes nothing
+    assert stream.blocks('~~~~\nx\n~~~\ny\n~~~~~\n\nafter') == ['```\nx\n~~~\ny\n```', 'after'] and not stream.open
+    stream = SafeStream()   # a fence inside a list item is the list's: rendered, not shown as streaming code
+    assert stream.blocks('- ```\n  x') == ['- ```\n  x\n  ```'] and not stream.open
+
+
+def test_two_lists_in_a_row_stay_two_in_blocks_and_whole():
+    blocks = safe_blocks('- a\n- b\n\n\n* c\n\n1. d\n\n3) e\n\n  - nested\n  - list\n\n  * another\n\n- after')
+    assert blocks[:2] == ['- a\n- b', '+ c'] and blocks[2].startswith('1. d') and blocks[3].startswith('3) e')
+    assert blocks[4:] == ['- nested\n- list', '+ another', '- after']   # after an ordered list: a bullet still
+    html = rendered('\n\n'.join(blocks))
+    assert html.count('<ul>') == 5 and html.count('<ol') == 2, html
+
+
+# ---- never raises, linear for every construct (issue 21, 7)
+
+def test_the_nesting_that_raised_is_shown_as_plain_text_and_never_raises():
+    "The fast one of the test below: the issue's examples, nested far past the recursion limit."
+    n = 2 * sys.getrecursionlimit()
+    deep = '*' * 600 + 'a' + '*' * 600   # 1,201 characters raised RecursionError
+    assert safe_markdown(deep) == '\\*' * 600 + 'a' + '\\*' * 600   # nested that deep: shown as plain text
+    assert '**' in safe_markdown('**' * 10 + 'a' + '**' * 10)          # ordinary nesting keeps its marks
+    for text in ['__' * 2000 + 'a' + '__' * 2000, '[' * n + 'a' + '](u)' * n, '*_' * 1500 + 'a' + '_*' * 1500,
+                 '> ' * n + 'x', '- ' * n + 'x', '> - 1. ' * (n // 3) + 'x']:
+        blocks = safe_blocks(text)
+        assert blocks and all(sanitize._render_check(b) for b in blocks), text[:20]
+
+
+def test_a_block_nested_past_the_limit_keeps_what_follows_it():
+    "markdown-it skips to the end of the text at its nesting limit: a list that deep swallowed every block after it."
+    for deep in ['1. ' * 40, '- ' * 70, '> ' * 70, '- > ' * 35]:
+        text = deep + 'inner <img src=http://evil.example/x>\n\n```python\nf()\n```\n\nAfter **that**.'
+        blocks = safe_blocks(text)
+        assert blocks[-2:] == ['```python\nf()\n```', 'After **that**.'], (deep[:8], blocks)
+        assert 'inner' in blocks[0] and all(sanitize._render_check(b) for b in blocks)
+    nested = safe_blocks('- ' * 40 + 'x\n' + ' ' * 80 + 'deeper\n\nout')   # lines indented into it stay in it
+    assert len(nested) == 2 and 'deeper' in nested[0] and nested[1] == 'out'
+
+
+@pytest.mark.heavy   # 15 s; the fast one is above
+def test_no_construct_raises_even_nested_far_past_the_recursion_limit():
+    size = 6 * sys.getrecursionlimit()   # nested forms: over a thousand levels deep
+    seen = 0
+    for name, form in CONSTRUCTS:
+        text = construct(name, form, size)
+        blocks = safe_blocks(text)
+        assert (blocks or name == 'reference') and all(sanitize._render_check(b) for b in blocks), (name, form)
+        seen += 1
+    assert seen == len(CONSTRUCTS) > 100
+
+
+NESTERS = st.sampled_from([o for o, _ in INLINE.values()] + [c for _, c in INLINE.values()] + ['> ', '- ', '1. ', '\n',
+                                                                                                  '\n\n', '  ', 'a'])
+
+
+@pytest.mark.heavy
+@settings(max_examples=40, deadline=None)
+@given(st.lists(NESTERS, min_size=200, max_size=3000))
+def test_any_mixture_of_openers_and_closers_is_made_safe_without_raising(parts):
+    text = ''.join(parts)
+    blocks = safe_blocks(text)
+    assert all(sanitize._render_check(b) for b in blocks)
+    assert blocks or not text.strip()
+
+
+def test_a_paragraph_whose_links_would_cost_more_than_its_budget_is_kept_as_plain_text():
+    text = '![' * 3000 + ' and [a link](http://a.example)'   # each `![` scans on: a millisecond a character
+    t = time.perf_counter()
+    out = safe_markdown(text)
+    assert time.perf_counter() - t < 20
+    assert out.startswith('!&#91;!&#91;') and 'a link' in out and sanitize._render_check(out)
+    assert safe_markdown('[a](http://a.example) ' * 300).count('](<http://a.example>)') == 300   # ordinary links stay
+
+
+def _seconds(text, runs=1):
+    "Best-of-`runs` CPU seconds of making `text` safe (this process's own: other jobs on a shared machine add none)."
+    best = float('inf')
+    for _ in range(runs):
+        t = time.process_time()
+        safe_blocks(text)
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def _rate_ratio(make, runs=3):
+    """The cost per character of `make(8 * n)` over that of `make(n)`: 1 is linear, 8 quadratic. Both texts are read
+    the same way: as one piece (8 and 64 KB), or, for a construct so cheap that 8 KB take under 50 ms (noise),
+    cut into 64 KB pieces (66 and 528 KB) so the small one is timed above noise too."""
+    piece = 1 << 16
+    n = piece // 8
+    if (probe := _seconds(make(n))) < 0.05: n, runs, probe = piece + 1_000, runs + 2, float('inf')
+    small, big = make(n), make(8 * n)
+    return (_seconds(big) / len(big)) / (min(probe, _seconds(small, runs - 1)) / len(small))
+
+
+@pytest.mark.timed
+def test_unclosed_math_costs_linear_time():
+    "The fast one of the test below: `$a=` repeated, each opener scanning to the end (a ratio of 3.7 at these sizes)."
+    small, big = construct('math $', 'unclosed', 4_000), construct('math $', 'unclosed', 32_000)
+    def ratio(): return (_seconds(big, 2) / len(big)) / (_seconds(small, 3) / len(small))
+    assert ratio() < 2 or ratio() < 2   # once more if it failed: others' load only ever adds
+
+
+@pytest.mark.heavy   # 3-20 s each
+@pytest.mark.timed
+@pytest.mark.parametrize('name', list(dict.fromkeys(n for n, _ in CONSTRUCTS)))
+def test_making_each_construct_safe_costs_linear_time(name):
+    "Repeated, nested and unclosed: the cost per character stays the same at 8x the text (quadratic: 8x)."
+    for form in ('repeated', 'nested', 'unclosed'):
+        def make(n, form=form): return construct(name, form, n)
+        ratio = _rate_ratio(make)
+        if ratio >= 2: ratio = min(ratio, _rate_ratio(make, 5))   # once more, slower: others' load only ever adds
+        assert ratio < 2, (name, form, round(ratio, 2))
+
+
+def test_a_text_the_parser_itself_fails_on_is_shown_as_plain_text(caplog):
+    "markdown-it-py raises IndexError on an HTML block in a list in a quote whose last line is short (found by the layouts)."
+    text = '> - <!--\n>     <img src=http://evil.example/x>\n>  '
+    assert safe_blocks(text) == [f'```\n{text}\n```'] and 'parser failed' in caplog.text
+    stream = SafeStream()   # from then on the stream is plain text; the final update reads the whole again
+    assert stream.blocks('Intro\n\n' + text) == [f'```\nIntro\n\n{text}\n```']
+    assert stream.blocks('Intro\n\n' + text + '\n\nmore') == [f'```\nIntro\n\n{text}\n\nmore\n```']
+    assert sanitize._render_check(text) is False   # the check never raises either: what it cannot read does not pass
+
+
+def test_a_long_tight_list_is_no_quote_and_keeps_its_layout():
+    "The block-quote meter counted every line it was tried on: 450 list items without a blank line became plain text."
+    for text in ['\n'.join(f'- item {i}' for i in range(2000)), '\n'.join(f'{i}. step' for i in range(1, 1000)),
+                 '\n'.join(f'- 1. nested {i}' for i in range(600))]:
+        out = safe_markdown(text)
+        assert not out.startswith('```') and out.count('\n') == text.count('\n'), text[:20]

@@ -50,6 +50,7 @@ def clients(srv):
     router.close()
 
 
+@pytest.mark.heavy
 def test_scripted_models_give_the_seed_scorecard(srv, clients, tmp_path):
     router, settings = clients
     for replies in QWEN + SMOL:

@@ -245,3 +245,17 @@ def test_an_address_is_a_url_or_a_bare_host_with_a_port_from_1_to_65535():
     assert [_address(v) for v in ok] == [True] * len(ok) and [_address(v) for v in bad] == [False] * len(bad)
     assert not _address('gpu.lan', bare=False) and _address('http://gpu.lan', bare=False)   # a URL only, where one must be
     assert not _address('http://', bare=False) and not _address('http://:80', bare=False)   # with a host
+
+
+def test_yours_holds_the_consent_keys_as_your_own_layers_alone_set_them(tmp_path):
+    write(tmp_path/'proj'/'settings.ini', '[boopiter]\nauto = on\ntools = web\nmodel = theirs\n')
+    write(tmp_path/'xdg'/'boopiter'/'settings.ini', '[boopiter]\ntools = kernel, pdf\n')
+    env = {'XDG_CONFIG_HOME': str(tmp_path/'xdg'), 'BOOPITER_SYSTEM_SETTINGS': str(tmp_path/'etc.ini')}
+    s = load_settings(start=tmp_path/'proj', environ=env, binding=dict(tools='notebook', auto=True))
+    assert (s['auto'], s['tools']) == (True, 'notebook')                  # the precedence as ever; consent.py screens
+    assert (s.yours['auto'], s.yours['tools']) == (False, 'kernel, pdf') and s.yours.source['tools'].endswith('settings.ini')
+    s = load_settings(start=tmp_path/'proj', environ=env, cell=dict(auto=True), runtime=dict(tools='web'))
+    assert (s.yours['auto'], s.yours.source['auto'], s.yours['tools']) == (True, 'cell option', 'web')
+    write(tmp_path/'etc.ini', '[boopiter]\nauto = on\n')
+    assert load_settings(start=tmp_path/'proj', environ=env).yours['auto'] is True   # the system file is yours too
+    assert load_settings(start=tmp_path, environ={}, config=dict(auto=True)).yours['auto'] is True

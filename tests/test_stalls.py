@@ -13,7 +13,7 @@ from boopiter_ext.models.stream import Reply, pump
 
 MODEL = 'qwen3:1.7b'
 MSGS = [mk_msg('hi')]
-ROUTES = ('ollama', 'openai', 'local', 'litellm')
+ROUTES = ('ollama', 'openai', 'local', pytest.param('litellm', marks=pytest.mark.heavy))   # litellm: 3-4 s to import
 
 
 def wait_for(cond, timeout=3.0):
@@ -49,6 +49,7 @@ def route(request, srv, monkeypatch):
 
 
 @pytest.mark.parametrize('route', ROUTES, indirect=True)
+@pytest.mark.heavy
 def test_a_trickle_after_the_first_token_stalls_in_time_and_hangs_up(srv, route):
     router, model, s = route
     srv.script('one two three', fault='trickle', after=1, trickle_s=0.2, stall_s=30)

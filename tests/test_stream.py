@@ -1,4 +1,3 @@
-import time
 import pytest
 from boopiter_ext.models.stream import Reply, pump
 from boopiter_ext.render.reply import reply_bundle, reply_markdown, reply_plain, details_html
@@ -162,7 +161,7 @@ def test_same_mime_types_while_streaming_and_at_the_end():
     final = reply_bundle(r)
     assert set(final[0]) == set(streaming[0]) == {'application/vnd.boopiter.reply+json', 'text/markdown', 'text/plain'}
     assert streaming[0]['application/vnd.boopiter.reply+json']['status'] == 'streaming'
-    assert final[0]['application/vnd.boopiter.reply+json']['markdown'] == '```python\nx = 1\n```'
+    assert final[0]['application/vnd.boopiter.reply+json']['blocks'] == ['```python\nx = 1\n```']
     assert final[0]['text/plain'] == '```python\nx = 1\n'
     assert final[1]['boopiter']['status'] == 'done' and streaming[1]['boopiter']['status'] == 'streaming'
 

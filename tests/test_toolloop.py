@@ -171,7 +171,7 @@ def test_tools_are_offered_pushed_and_withdrawn(tools, srv):
 
 def test_consent_mode_waits_for_run_and_its_output_enters_the_context(tools, srv):
     srv.script('Run this:\n\n' + block('print(add_numbers(40, 2))'))
-    res = tools.run('%%prompt -m qwen3:1.7b\nadd 40 and 2')
+    res = tools.run('%%prompt -m qwen3:1.7b\nadd 40 and 2', cell_id='c1')   # a frontend's cell: Run buttons
     assert 'tool_loop' not in str(res.outputs) and srv.chats()[-1] is srv.last_chat()
     assert tools.value('tickets') == '[]' and len(srv.chats()) == 1   # nothing ran by itself
     run = tools.widget(_model_name='ButtonModel', description='Run')[0]

@@ -151,6 +151,7 @@ def test_fifos_are_listed_but_never_opened(tmp_path):
     assert out == dict(ls='pipe.txt\nreal.txt', grep='real.txt:1: hello', read='error: pipe.txt is not a regular file')
 
 
+@pytest.mark.timed
 def test_a_folder_of_100_000_files_never_holds_the_kernel(tmp_path, monkeypatch):
     for i in range(100):   # hard links: real files, made ten times faster than new ones (at most 65,000 links each)
         (d := tmp_path/f'd{i:03d}').mkdir()

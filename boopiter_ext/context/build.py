@@ -19,9 +19,10 @@ images) in large steps, on a grid fixed from the notebook's start, not one at a 
 """
 
 __all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text', 'fenced',
-           'build_context', 'context_window', 'estimate_tokens', 'cell_tags', 'SYSTEM_PROMPT', 'HIDE_TAG', 'PIN_TAG']
+           'build_context', 'context_window', 'estimate_tokens', 'cell_tags', 'SYSTEM_PROMPT', 'HIDE_TAG', 'PIN_TAG',
+           'Hidden', 'hidden_parts', 'bound_names', 'is_hidden', 'adds_nothing']
 
-import json, re
+import ast, dataclasses, functools, json, re
 from dataclasses import dataclass, field
 from .images import IMAGE_MIMES, ImagePicker, image_tokens, markdown_images
 from .messages import mk_msg, image_part
@@ -57,6 +58,87 @@ def cell_tags(meta)->tuple:
     return tuple(t for t in tags if isinstance(t, str) and 0 < len(t) <= 100)[:50] if isinstance(tags, list) else ()
 
 
+def is_hidden(cell)->bool: return HIDE_TAG in cell.tags
+
+
+def _targets(node):
+    "The names an assignment target binds: `a`, `a, (b, *c)`, not `a.b` or `a[0]`."
+    if isinstance(node, ast.Name): return {node.id}
+    if isinstance(node, (ast.Tuple, ast.List)): return set().union(*map(_targets, node.elts))
+    if isinstance(node, ast.Starred): return _targets(node.value)
+    return set()
+
+
+@functools.lru_cache(maxsize=4096)
+def _binding(source):
+    "(names the cell binds anew, names it binds or stores into), `bound_names` below."
+    try: tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):   # every name in it, to be safe, and none replaced
+        return frozenset(), frozenset(re.findall(r'[^\W\d]\w*', source))
+    new, into = set(), set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.AugAssign): into |= _targets(n.target)   # `x += 1`: still the value x had
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)): new.add(n.id)
+        elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store):   # `d[k] = v`: d holds v now
+            while isinstance(n, (ast.Subscript, ast.Attribute)): n = n.value
+            if isinstance(n, ast.Name): into.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): new.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            new |= {a.asname or a.name.split('.')[0] for a in n.names if a.name != '*'}
+            if any(a.name == '*' for a in n.names): into |= set(re.findall(r'[^\W\d]\w*', source))   # anything at all
+        elif isinstance(n, ast.ExceptHandler) and n.name: new.add(n.name)
+        elif isinstance(n, ast.Global): into |= set(n.names)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name: new.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest: new.add(n.rest)
+    return frozenset(new - into), frozenset(new | into)
+
+
+def bound_names(
+    source:str,   # A code cell's source
+)->frozenset:     # The names it may bind in the namespace
+    """The names a cell binds or stores into: assignments (augmented, annotated, walrus; `d[k] = v` and `o.a = v` store
+    into `d` and `o`), imports, `def` and `class`, `for` and `with` targets, `except ... as`, `match` captures, `global`
+    declarations; a cell that does not parse as Python (magics, `x = !ls`): every name in it, to be safe."""
+    return _binding(source)[1]
+
+
+@dataclass
+class Hidden:
+    """What the hidden cells hold, to keep from every tool and reference: their ids and sources (a notebook file holds
+    them too) and the names whose values came from them."""
+    ids: frozenset = frozenset()
+    sources: frozenset = frozenset()
+    names: frozenset = frozenset()
+
+    def __bool__(self): return bool(self.ids or self.sources or self.names)
+
+
+def _ran(c): return c.origin in ('live', 'history')
+
+
+def hidden_parts(
+    cells:list,   # Every cell of the notebook (`order_cells` without a current one): those that ran, with their tags
+)->Hidden:
+    """The hidden cells' ids, sources and names. A name is hidden when a hidden cell binds or stores into it and no
+    visible cell that ran in this kernel bound it anew after the last hidden one that ran (a hidden cell that did not run
+    here counts as first; `x += 1` or `d[k] = v` in a visible cell keeps what the hidden one put there)."""
+    hidden = [c for c in cells if is_hidden(c)]
+    if not hidden: return Hidden()
+    hid, vis = {}, {}   # name -> when a hidden cell last touched it / a visible one bound it anew (-1: did not run here)
+    def when(c): return (c.exec_count or 0) if _ran(c) else -1
+    for c in hidden:
+        for n in _binding(c.source)[1] if c.kind == 'code' else (): hid[n] = max(hid.get(n, when(c)), when(c))
+    if not hid: return Hidden(frozenset(c.cell_id for c in hidden if c.cell_id),
+                              frozenset(c.source.strip() for c in hidden if c.source.strip()))
+    named = re.compile(r'(?<!\w)(?:' + '|'.join(map(re.escape, sorted(hid, key=len, reverse=True))) + r')(?!\w)')
+    for c in cells:   # a visible cell that ran is parsed only if it names one of them: most never do
+        if c.kind != 'code' or is_hidden(c) or not _ran(c) or not named.search(c.source): continue
+        for n in _binding(c.source)[0] & hid.keys(): vis[n] = max(vis.get(n, when(c)), when(c))
+    names = frozenset(n for n,h in hid.items() if h > vis.get(n, -2))
+    return Hidden(frozenset(c.cell_id for c in hidden if c.cell_id), frozenset(c.source.strip() for c in hidden
+                                                                              if c.source.strip()), names)
+
+
 def is_prompt(source:str)->bool: return source.lstrip().startswith('%%prompt')
 
 def prompt_text(source:str)->str:
@@ -71,6 +153,13 @@ def estimate_tokens(text:str)->int:
     wide = len(text) - len(text.encode('ascii', 'ignore'))
     digits = len(text) - len(text.translate(_NO_DIGITS))
     return (len(text) - wide - digits) // 4 + digits + wide + 1
+
+def adds_nothing(cell:Cell)->bool:
+    """Whether `cell` adds nothing to a context: an empty cell, or a code cell that never ran (from the file or the page,
+    with no execution count and no output), so running it later changes no prompt's context below it."""
+    if not cell.source.strip(): return True
+    return cell.kind == 'code' and cell.origin in ('file', 'frontend') and cell.exec_count is None and not cell.outputs
+
 
 def is_own(cell:Cell)->bool:
     "Whether `cell` only loads or configures boopiter (nothing the model needs to see)."
@@ -257,7 +346,9 @@ def order_cells(
         if p is None: unplaced.append(c)
         elif cur is None or p < cur:
             if c.origin == 'history' and not c.outputs: c.outputs = saved[p].outputs
-            if not c.tags: c.tags = saved[p].tags
+            tags = c.tags or saved[p].tags
+            if is_hidden(saved[p]) and HIDE_TAG not in tags: tags += (HIDE_TAG,)   # hidden since it ran: hidden now
+            if tags != c.tags: c = dataclasses.replace(c, tags=tags)   # as the notebook tags it now; the record stays
             placed.append((p, c))
     # where the prompt is not in the notebook yet, the cells below the last one run here are not above it
     end = cur if cur is not None else max((p for p,_ in placed), default=-1) + 1 if current is not None else len(saved)
@@ -270,7 +361,7 @@ def _units(cells, clip_chars, pick, root):
     "Group cells into budget units: a non-prompt cell, or a prompt with its reply; newest first, as images are picked."
     units = []
     for c in reversed(cells):
-        if is_own(c): continue
+        if is_own(c) or adds_nothing(c): continue
         n = len(pick.records)
         if c.kind == 'prompt':
             q, a = prompt_text(c.source), reply_text(c)
@@ -414,7 +505,8 @@ def build_context(
     records = [r for u in units for r in u['records']] + pick.records[:n_prompt]   # in context order
     ledger = dict(items=items, tokens=total, limit=limit, clipped=sum(i['status'].startswith('clipped') for i in items),
                   dropped=len(dropped), hidden=len(hidden), images=sum(r['status'] == 'sent' for r in records),
-                  image_records=records, notes=notes, asked=prompt)   # asked: the reply keeps it for the next prompts
+                  image_records=records, notes=notes, asked=prompt,   # asked: the reply keeps it for the next prompts
+                  sent=[u['cell'] for u in sent])   # the cells sent: a reply's metadata keeps their fingerprint
     return _messages(sent, prompt, prompt_images, system), ledger
 
 

@@ -16,16 +16,23 @@ do; a partial reply is shown before its fault is raised.
 
 __all__ = ['Assistant', 'Answer', 'folder']
 
-import logging, threading
+import logging, re, threading
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from pathlib import Path
 from .binding import clean_binding, saved_binding, screen_binding, stamp
+from .consent import Consent
 from ..context.build import SYSTEM_PROMPT
 from ..errors import BoopError, OllamaUnreachable, ReplyBroken, ReplyInterrupted, ReplyStalled, ReplyTooLong, SettingsError
 from ..models.routes import LOCAL_ID, picked_model
 from ..settings import DEFAULTS, load_settings, short_source
+from ..redact import scrub
+if TYPE_CHECKING: from ..models.stream import Reply
 
 log = logging.getLogger('boopiter_ext')
+
+
+_CELL_MODEL = re.compile(r'(?:^|\s)(?:-m|--model)(?:\s+|=)(\S+)')   # `%%prompt -m NAME` (the cell's first line)
 
 
 def folder(nb)->Path|None:
@@ -39,6 +46,37 @@ class Answer:
     "What answering a prompt gave: the last reply, and its python blocks that no tool loop ran (for Run buttons)."
     reply: object
     blocks: list = field(default_factory=list)
+
+
+def _scrubbed(msgs)->list:
+    "The messages with every key-shaped string, and every key the kernel sends, replaced by a marker (`redact.scrub`)."
+    def part(p): return {**p, 'text': scrub(p['text'])} if p.get('type') == 'text' else p
+    return [{**m, 'content': scrub(c) if isinstance(c := m['content'], str) else [part(p) for p in c]} for m in msgs]
+
+
+class _Stopper:
+    "The user's Stop for the reply streaming now (set from a comm's thread): its event, and the stall watches to hang up."
+    def __init__(self, cell_id):
+        self.cell_id, self.event, self.watches, self._lock = cell_id, threading.Event(), [], threading.Lock()
+
+    @property
+    def stopped(self)->bool: return self.event.is_set()
+
+    def join(self, watch):
+        "A client's `StallWatch` for this reply (`stream.watching`): hung up at once if Stop came first."
+        with self._lock: self.watches.append(watch)
+        if self.stopped: watch.stop()
+
+    def stop(self):
+        self.event.set()
+        with self._lock: watches = list(self.watches)
+        for w in watches: w.stop()
+
+    def until(self, events):
+        "`events` until Stop (a route without a watch, the dead drop, ends at its next event)."
+        for ev in events:
+            if self.stopped: return
+            yield ev
 
 
 def _request_options(route, settings, ledger)->dict:
@@ -61,6 +99,11 @@ class Assistant:
         self._windows = {}  # model -> the largest context window asked of it in this kernel
         self._lock = threading.RLock()   # a comm thread and the main one may pick at once
         self.listeners = []   # listener(binding) after every change of the binding: displays, the channel, the menu
+        self.consent = Consent()   # auto-run and the tools that act or reach out: a notebook proposes, you allow (consent.py)
+        self._stopper, self._user_stopped = None, False   # the reply streaming now (`_Stopper`); whether Stop ended the last
+        self.state_listeners = []   # listener() when what the menu shows changed behind its back (a source down or up)
+        self._fresh = set()   # cells whose next run asks again: the reply view's Ask again (a click, never a file)
+        self._reuse_here = False   # the binding's `reuse` was picked in this kernel (a click), not read from the file
 
     # -- lifecycle
     @property
@@ -90,8 +133,7 @@ class Assistant:
     def _resolve(self, cell, nb, binding):
         runtime, configured = self.config()
         configured = {k: v for k,v in configured.items() if v != DEFAULTS[k]}
-        return load_settings(cell=cell, binding=binding, runtime=runtime, config=configured,
-                             start=nb.parent if nb else None)
+        return load_settings(cell=cell, binding=binding, runtime=runtime, config=configured, start=nb.parent if nb else None)
 
     def settings(self, cell:dict=None, nb=None):
         "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
@@ -102,6 +144,7 @@ class Assistant:
             s = self._resolve(cell, nb, {k: v for k,v in binding.items() if k != 'think'})
         s.screened = screened
         s.warnings += screened
+        self.consent.screen(s, nb)   # what a notebook or project wants of auto-run and the outward tools, unless allowed
         return s
 
     def _saved_binding(self, nb)->tuple:
@@ -121,6 +164,7 @@ class Assistant:
         with self._lock:   # two picks at once publish in the order they were made
             old = self.binding(self.notebook())
             new = clean_binding({**old, **changes})
+            if 'reuse' in changes: self._reuse_here = True   # the menu's switch, clicked here: your choice
             if new != old: new = stamp(new)   # an unchanged pick keeps its time: re-running a cell makes no diff
             self._binding = new
             for listener in list(self.listeners): listener(new)
@@ -156,12 +200,18 @@ class Assistant:
         keep = [model, s['reasoning_model']]
         return [(c, keep) for c in [self.router.ollama(s), *self.router.endpoint_clients()]]
 
-    def uses_litellm(self)->bool:
-        "Whether a model this notebook is set to use goes through litellm (only cloud ids do; none set: maybe)."
+    def cloud_model(self)->str:
+        """The first id this notebook picks or names that litellm answers (a cloud id), '' if none: the model and
+        reasoning model (settings, `%config`, the binding), the `models` setting, and `-m` in its prompt cells. With
+        none, litellm is never imported: Ollama, the embedded model and OpenAI-compatible servers need none of it."""
         from ..models.routes import uses_litellm
-        s = self.settings(nb=self.notebook())
-        models = [m for m in (s['model'], s['reasoning_model']) if m]
-        return not s['model'] or any(uses_litellm(m, s) for m in models)
+        from ..settings import declared_models
+        nb = self.notebook()
+        s = self.settings(nb=nb)
+        named = [s['model'], s['reasoning_model'], *declared_models(s)]
+        named += [m.group(1) for c in (self.layout(nb) or []) if c.kind == 'prompt'
+                  if (m := _CELL_MODEL.search(c.source.lstrip().partition('\n')[0]))]
+        return next((m for m in named if m and uses_litellm(m, s)), '')
 
     def check_model(self, name:str, thinking:bool=False)->str:
         """Refuse a model Ollama says it does not have (or, for reasoning, one that cannot think); other ids are trusted.
@@ -186,7 +236,14 @@ class Assistant:
     def _prepare(self, question, settings, with_context=True, offer=True)->dict:
         """Everything a prompt sends, decided but not sent: the model and what it says of itself, the effort, the tools
         (pushed into the namespace when `offer`), the references in the question, the messages and the ledger."""
-        from .refs import prompt_refs
+        return self.compose(self.plan(settings, offer), question, settings, with_context, offer=offer)
+
+    def plan(self,
+             settings,          # `settings(options)`
+             offer:bool=True,   # Push the selected tools into the namespace; else only list them, and a model that cannot
+                                # say what it is costs a note, not an error (a dry run)
+            )->dict:            # `model`, `info`, `tools` and `route`: what every question asked with `settings` shares
+        "What holds for every question asked with `settings`: the model and what it says of itself, the effort, the tools."
         nb, router = self.notebook(), self.router
         model, note = self.answering_model(settings)
         try: info = self.model_info(model, settings, nb)
@@ -198,22 +255,34 @@ class Assistant:
             raise SettingsError(f'{model} is not a thinking model (its capabilities: '
                                 f'{", ".join(info.get("capabilities") or ())}), so `--think` cannot apply; drop it or pick '
                                 'a thinking model with `-m`.', setting='think')
-        refs = prompt_refs(question, self.namespace)
-        offered = self.offer_tools(settings, nb) if offer else self.tool_list(settings, nb)
-        tools = {**offered, **refs.tools}   # a prompt's own &`name` tools are described with its question
-        auto = settings['auto'] and bool(tools)
+        tools = self.offer_tools(settings, nb) if offer else self.tool_list(settings, nb)
+        source = picked_model(settings)[1]
+        route = dict(router.describe(model, settings), note='; '.join(filter(None, [note, effort_note])),
+                     picked_by=short_source(source), effort=effort,
+                     reasoning_model=bool(settings['reasoning'] and settings['reasoning_model'] and source != 'cell option'),
+                     model_info={k: info[k] for k in ('capabilities', 'context_length', 'vision') if info.get(k) is not None})
+        return dict(model=model, info=info, tools=tools, route=route)
+
+    def compose(self,
+                plan:dict,              # `plan(settings)`
+                question:str,           # The question
+                settings,               # The settings `plan` was made with
+                with_context:bool=True, # The notebook above the running cell too
+                offer:bool=True,        # As `plan`'s: say a refused setting once, and grow the model's window
+               )->dict:                 # `plan`, with `msgs`, `ledger`, `auto` and the request's `route`
+        "The request for `question` under `plan`: its references, the messages (the notebook above, when asked) and ledger."
+        from .refs import prompt_refs
+        nb, model, info, offered = self.notebook(), plan['model'], plan['info'], plan['tools']
+        r = prompt_refs(question, self.namespace, self.hidden(nb).names)   # a hidden cell's: never shown
+        tools = {**offered, **r.tools}   # a prompt's own &`name` tools are described with its question
         cells = self.cells_above(nb) if with_context else []
-        asked = question + ('\n\n' + refs.text if refs.text else '')
+        asked = question + ('\n\n' + r.text if r.text else '')
         msgs, ledger = self.context(asked, settings, info, cells, offered, folder(nb), model=model, grow=offer)
         told = [n for n in settings.notes if n not in self._told] if offer else []   # a refused setting: said once
         self._told.update(told)
-        note = '; '.join(filter(None, [note, effort_note, *settings.screened, *refs.notes, *told]))
-        source = picked_model(settings)[1]
-        route = dict(router.describe(model, settings), note=note, picked_by=short_source(source), effort=effort,
-                     cell_id=getattr(self.cells.current, 'cell_id', None),
-                     reasoning_model=bool(settings['reasoning'] and settings['reasoning_model'] and source != 'cell option'),
-                     model_info={k: info[k] for k in ('capabilities', 'context_length', 'vision') if info.get(k) is not None})
-        return dict(model=model, info=info, tools=tools, auto=auto, msgs=msgs, ledger=ledger, route=route)
+        note = '; '.join(filter(None, [plan['route']['note'], *settings.screened, *r.notes, *told]))
+        route = dict(plan['route'], note=note, cell_id=getattr(self.cells.current, 'cell_id', None))
+        return dict(plan, tools=tools, auto=settings['auto'] and bool(tools), msgs=msgs, ledger=ledger, route=route)
 
     def answer(self,
                question:str,          # The prompt's question
@@ -224,11 +293,27 @@ class Assistant:
                confirm=None,          # confirm(name, args) -> bool|None, before a side effect runs
               )->Answer:
         "Resolve the model, offer the tools, build the context, and stream the reply (or run the tool loop)."
-        p = self._prepare(question, settings, with_context)
-        model, info, route, ledger, tools = p['model'], p['info'], p['route'], p['ledger'], p['tools']
-        if p['auto']: reply = self._tool_loop(question, model, p['msgs'], settings, info, route, ledger, tools, view, show, confirm)
-        else: reply = self._stream(model, p['msgs'], settings, info, route, ledger, view)
-        return Answer(reply, self._unrun_blocks(reply, tools))
+        from ..errors import Unreachable
+        try: p = self._prepare(question, settings, with_context)
+        except Unreachable as e:   # its server is down before a request could start (listing, what the model says)
+            self._seen(picked_model(settings)[0] or None, settings, e)
+            raise
+        reply = self.respond(p, question, settings, view, show, confirm)
+        return Answer(reply, self._unrun_blocks(reply, p['tools']))
+
+    def respond(self,
+                p:dict,         # `compose(...)`: the request
+                question:str,   # The question as the user wrote it (the only text that may ask for a side effect)
+                settings,       # The settings it was composed with
+                view,           # view(route, ledger) -> the display (or sink) of one reply
+                show=None,      # show(data, metadata): a tool round, the tool loop's summary
+                confirm=None,   # confirm(name, args) -> bool|None, before a side effect runs
+               )->'Reply':      # The last reply; `via` says where it came from: 'cassette', 'saved', 'kept' or 'asked'
+        "The reply to a composed request: replayed, reused or streamed into `view`, or the tool loop's when `p['auto']`."
+        model, info, route, ledger = p['model'], p['info'], p['route'], p['ledger']
+        if p['auto']: return self._tool_loop(question, model, p['msgs'], settings, info, route, ledger, p['tools'], view,
+                                             show, confirm)
+        return self._stream(model, p['msgs'], settings, info, route, ledger, view)
 
     def preview(self,
                 question:str,          # The prompt's question
@@ -247,11 +332,13 @@ class Assistant:
         if settings['cassette'] == 'replay': kind, found = 'replay', None
         elif p['auto']: kind, found = None, None   # its tool loop asks the model again after a first round anyway
         else: kind, found = self.reusable(request_digest(p['model'], p['msgs'], options), p['model'], p['msgs'], options,
-                                          settings, route)
+                                          settings, route, ledger)
         by = found[0]['metadata']['boopiter'].get('model') if kind == 'kept' else None
+        why = found[2] if kind == 'stale' else found if kind is None and isinstance(found, str) else ''
+        if kind is None and why and self.own_reply(done=False, same=False) is not None: kind = 'ask'   # it replaces a saved reply
         return dict(model=p['model'], route=route, window=ledger['window'], tokens=ledger['tokens'],
                     reserve=ledger['reserve'], ledger=ledger, messages=p['msgs'], auto=p['auto'],
-                    tools=[signature(fn) for fn in p['tools'].values()], reuse=kind, kept_from=by)
+                    tools=[signature(fn) for fn in p['tools'].values()], reuse=kind, kept_from=by, why=why)
 
     @staticmethod
     def _unrun_blocks(reply, tools)->list:
@@ -270,7 +357,8 @@ class Assistant:
         from ..context.build import HIDE_TAG
         def shown(cells): return [c for c in cells if HIDE_TAG not in c.tags]   # a hidden cell reaches no tool either
         ctx = ToolContext(root=root or Path.cwd(), namespace=self.namespace, cells=lambda: shown(self.cells_above(nb)),
-                          notebook=lambda: shown(self.notebook_cells(nb)), edit=self.edit, settings=settings)
+                          notebook=lambda: shown(self.notebook_cells(nb)), edit=self.edit, settings=settings,
+                          hidden=lambda: self.hidden(nb), notebook_file=lambda: nb)
         return {fn.__name__: fn for fn in get_tool_list(selection, ctx)}
 
     def withdraw(self, keep=()):
@@ -294,11 +382,11 @@ class Assistant:
 
     def _tool_loop(self, question, model, msgs, settings, info, route, ledger, tools, view, show, confirm):
         "Auto mode: each reply streams into its own display, each round's calls are shown, then how the loop ended."
-        from ..context.build import context_window, estimate_tokens
+        from ..context.build import estimate_tokens
         from ..context.messages import msg_text
         from ..render.reply import loop_bundle, round_bundle
         from ..tools.loop import run_tool_loop
-        from ..tools.kernel import user_variables
+        from ..tools.kernel import tool_namespace
         def tokens(messages): return sum(estimate_tokens(msg_text(m)) for m in messages)
         def fits(messages): return tokens(messages) + ledger['reserve'] <= ledger['cap']
         last = {}   # the round's reply and its display: once its calls ran, the display says which blocks ran
@@ -308,19 +396,20 @@ class Assistant:
         def ask(messages):   # each round sized to its conversation, which grows with the tools' results
             window = self.window(model, tokens(messages) + ledger['reserve'], info, settings)
             last['reply'] = self._stream(model, messages, settings, info, route, {**ledger, 'window': window}, shown,
-                                         raise_interrupt=False)
+                                         raise_interrupt=False, first=False)
             return last['reply']
         def on_round(rnd, steps):
             if (ran := list(dict.fromkeys(s.block for s in steps if s.ran and s.block))) and 'view' in last:
                 last['reply'].info['ran_blocks'] = ran   # the frontend offers no "Insert and run" for what ran
                 last['view'].refresh(last['reply'])
             if show is not None: show(*round_bundle(rnd, steps))
-        result = run_tool_loop(ask, msgs, tools, question, namespace=user_variables(self.namespace),
+        ns = tool_namespace(self.namespace, self.hidden(self.notebook()).names)   # a hidden cell's names: refused, said why
+        result = run_tool_loop(ask, msgs, tools, question, namespace=ns,
                                max_rounds=settings['max_rounds'], lenient=settings['lenient'], confirm=confirm,
                                fits=fits, on_round=on_round)
         if show is not None: show(*loop_bundle(result))
         if result.error is not None: raise result.error
-        if result.stop == 'cancelled':
+        if result.stop == 'cancelled' and not self._user_stopped:   # a Stop ends the loop, no fault
             ran = [s.source for s in result.steps if s.ran]
             raise ReplyInterrupted('Interrupted: the tool loop stopped' + (f'; these calls had already run and keep '
                                    f'their effects: {", ".join(ran)}.' if ran else '; no tool had run.'))
@@ -338,6 +427,11 @@ class Assistant:
         "Every cell of the notebook, in its order: as it ran in this kernel, else as the notebook holds it."
         from ..context.build import order_cells
         return order_cells(self.cells.cells(), self.layout(nb))
+
+    def hidden(self, nb):
+        "What the notebook's hidden cells hold (as it shows them, as saved, as they ran): for no tool or reference to show."
+        from ..context.build import hidden_parts
+        return hidden_parts(self.notebook_cells(nb))
 
     def cells_above(self, nb):
         "The notebook above the running prompt: cells as they ran here, else as the notebook holds them, in its order."
@@ -364,6 +458,9 @@ class Assistant:
         msgs, ledger = build_context(cells, question, limit=cap - reserve, system=system, clip_chars=settings['clip'],
                                      vision=bool(info.get('vision')), root=root and root.resolve(),
                                      max_images=settings['max_images'], max_side=settings['image_size'])
+        msgs, ledger['asked'] = _scrubbed(msgs), scrub(ledger['asked'])   # a key in a cell or the question: not sent, not saved
+        from .replay import context_fingerprint
+        ledger['cells'] = context_fingerprint(ledger['sent'])   # saved with the reply: a rerun says what changed
         ledger['window'] = window = self.window(model, ledger['tokens'] + reserve, info, settings, grow)
         ledger['cap'], ledger['reserve'] = cap, reserve
         if ledger['tokens'] > window:   # Ollama would cut the start of the prompt without a word
@@ -373,29 +470,41 @@ class Assistant:
         return msgs, ledger
 
     # -- one reply: replayed, reused or asked (replay.py, stream.py)
-    def _stream(self, model, msgs, settings, info, route, ledger, view, raise_interrupt=True):
+    def _stream(self, model, msgs, settings, info, route, ledger, view, raise_interrupt=True, first=True):
         """Show the reply to `msgs` in one display and return it: replayed from the cassette, reused from a saved reply
         to the same request, or streamed from the model (recorded when recording). Faults keep the partial reply
-        and end as one-paragraph errors; with `raise_interrupt=False` an interrupted reply is returned (marked)."""
+        and end as one-paragraph errors; with `raise_interrupt=False` an interrupted reply is returned (marked).
+        `first`: the prompt's own request (not a later round of the tool loop): a stale saved reply may be kept for it,
+        and one the model's answer replaces is kept in the new reply's metadata (`previous`)."""
         from .replay import request_digest
         from ..models.stream import Reply
         options = _request_options(route, settings, ledger)
         digest, mode = request_digest(model, msgs, options), settings['cassette']
         route = {**route, 'digest': digest}
+        kind, found = (None, None) if mode == 'replay' else self.reusable(digest, model, msgs, options, settings, route,
+                                                                         ledger if first else None)
+        if kind is None and mode != 'replay':
+            self._fresh.discard(getattr(self.cells.current, 'cell_id', None))   # Ask again: this once
+            if first and (prev := self.previous_reply()) is not None: route['previous'] = prev   # recoverable
         shown = view(route, ledger)
         if mode == 'replay':
             reply = Reply.restore(model, self.cassette(settings).reply(digest, model))
-            self._record(shown.final(reply))
+            reply.via, output = 'cassette', shown.final(reply)
+            self._record(output)
             return reply
-        kind, found = self.reusable(digest, model, msgs, options, settings, route)
         if kind == 'saved':
             from ..render.reply import reply_bundle
             from .replay import saved_snapshot
             reply = Reply.restore(model, saved_snapshot(found))   # drawn again by the renderer: a file's HTML never is
+            reply.via = 'saved'
             self._record(shown.show(*reply_bundle(reply, {**route, 'reused': True}, ledger)))
             return reply
-        if kind == 'kept': return self._keep(*found, model, settings, route, ledger, shown)
+        if kind in ('kept', 'stale'):
+            reply = self._keep(*found, model, settings, route, ledger, shown)
+            reply.via = kind
+            return reply
         reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt)
+        reply.via = 'asked'
         if reply.status == 'done':
             if mode == 'record':
                 self.cassette(settings, recording=True).add(digest, model, options, reply.snapshot(), route.get('model_info'))
@@ -410,42 +519,192 @@ class Assistant:
         return output
 
     def _ask(self, model, msgs, settings, info, view, raise_interrupt=True)->tuple:
-        "(reply, output): the model's reply streamed into `view`; faults keep the partial reply and raise one paragraph."
-        from ..models.stream import Reply, pump
+        """(reply, output): the model's reply streamed into `view`; faults keep the partial reply and raise one paragraph.
+        The frontend's Stop reaches it (`stop`)."""
+        from ..models.stream import Reply, pump, watching
         current = self.cells.current
-        view.waiting(model, 'starting the embedded model' if model.startswith('local/') and not self.router.local.url else '')
+        if model.startswith('local/'):   # its start, then how far it has read the prompt (progress.py)
+            from .progress import PromptProgress
+            view.waiting(model, progress=PromptProgress(self.router.local, (view.ledger or {}).get('tokens') or 0))
+        else: view.waiting(model)
         reply, events, err = Reply(model), None, None
+        stop = self._replying(getattr(current, 'cell_id', None))
         try:
             meta = dict(notebook=str(self.notebook() or ''), cell_id=getattr(current, 'cell_id', None))
-            events = self.router.chat(model, msgs, settings, info, num_ctx=view.ledger['window'], meta=meta)
-            view.route.update(self.router.describe(model, settings))   # the embedded model's address is known once started
-            pump(events, reply, view.update, view.interval, limit=settings['max_reply'])
-            reply.finish('done')
+            with watching(stop.join):   # the clients' stall watches: Stop hangs them up
+                events = self.router.chat(model, msgs, settings, info, num_ctx=view.ledger['window'], meta=meta)
+                view.route.update(self.router.describe(model, settings))   # the embedded model's address, once started
+                pump(stop.until(events), reply, view.update, view.interval, limit=settings['max_reply'])
+            reply.finish('interrupted' if stop.stopped else 'done')
         except KeyboardInterrupt:
             reply.finish('interrupted')
             err = ReplyInterrupted(f'Interrupted after {reply.chunks:,} tokens; the partial reply is kept above.'
                                    if reply.chunks else 'Interrupted before the model answered.')
         except BoopError as e:
-            reply.finish({ReplyBroken: 'broken', ReplyStalled: 'stalled', ReplyTooLong: 'too long'}.get(type(e), 'error'))
-            err = e
+            if stop.stopped: reply.finish('interrupted')   # the hang-up Stop made: not a fault
+            else:
+                reply.finish({ReplyBroken: 'broken', ReplyStalled: 'stalled', ReplyTooLong: 'too long'}.get(type(e), 'error'))
+                err = e
         finally:
+            with self._lock: self._stopper, self._user_stopped = None, stop.stopped
             if events is not None: events.close()   # hangs up if the stream is still open
             if reply.status == 'streaming': reply.finish('error')   # a bug escaped: keep what arrived anyway
-            output = self._record(view.final(reply))
+            output = view.final(reply)
+            self._record(output)
+            self._seen(model, settings, err)
         if err is not None and (raise_interrupt or not isinstance(err, ReplyInterrupted)):
             if reply.chunks and not isinstance(err, (ReplyInterrupted, ReplyTooLong)):
                 err.args = (f'{err} The partial reply is kept above.',)
             raise err
         return reply, output
 
-    def reusable(self, digest, model, msgs, options, settings, route)->tuple:
-        """(kind, output) of a saved reply the request would show instead of asking: ('saved', output) to exactly this
-        request; ('kept', (output, digest)) that another model wrote (`kept_reply`); (None, None): the model is asked."""
-        if not settings['reuse'] or settings['cassette'] == 'record': return None, None
+    def _replying(self, cell_id)->'_Stopper':
+        "The Stop of the reply that starts streaming now (the one `stop` reaches until it ends)."
+        stopper = _Stopper(cell_id)
+        with self._lock: self._stopper = stopper
+        return stopper
+
+    def stop(self,
+             cell_id:str=None,  # The cell whose reply to stop (the frontend's cell id); None: whichever streams
+            )->bool:            # Whether a reply was streaming and is stopped now
+        """Stop the reply streaming now, from any thread (the frontend's Stop, on a comm's subshell): it ends within a
+        moment as *interrupted*, what arrived kept, and the cell ends without an error."""
+        with self._lock: stopper = self._stopper
+        if stopper is None or cell_id and stopper.cell_id and cell_id != stopper.cell_id: return False
+        stopper.stop()
+        return True
+
+    def _seen(self, model, settings, err):
+        """What a prompt learnt of its model's server: down (it could not be reached) or up again; the catalog, and so
+        the menu and the toolbar, say so at once (`state_listeners`)."""
+        from ..errors import Unreachable
+        if err is not None and not isinstance(err, Unreachable): return   # a fault of the model, not of its server
+        try: changed = self.catalog.seen(model, settings, str(err) if err is not None else '')
+        except Exception: return log.debug('boopiter_ext: the catalog could not take what a prompt saw', exc_info=True)
+        if changed == 'down': self._tell_state()
+        elif changed == 'up':   # its models and the automatic choice: listed again, off the main thread
+            def relist():
+                try: self.catalog.refresh(settings)
+                except Exception: log.debug('boopiter_ext: listing the models again failed', exc_info=True)
+                self._tell_state()
+            threading.Thread(target=relist, name='boopiter-relist', daemon=True).start()
+
+    def _tell_state(self):
+        for listener in list(self.state_listeners):
+            try: listener()
+            except Exception: log.debug('boopiter_ext: a state listener failed', exc_info=True)
+
+    def menu_window(self, model, settings, listing)->int|None:
+        """The context window the next request to `model` asks for (`num_ctx`), as the reply details will say it: the
+        size set, else the smallest automatic step (or the largest this kernel asked of it), capped by the model."""
+        if not model: return None
+        entry = listing.get(model)
+        return self.window(model, 0, {'context_length': entry.context_length if entry else None}, settings, grow=False)
+
+    def reusable(self, digest, model, msgs, options, settings, route, ledger=None)->tuple:
+        """(kind, found) of a saved reply the request would show instead of asking: ('saved', output) to exactly this
+        request; ('kept', (output, digest)) that another model wrote (`kept_reply`); ('stale', (output, digest, line))
+        this prompt cell's to the same question over another context (`stale_reply`, given the `ledger`); (None, why):
+        the model is asked, and why."""
+        if settings['cassette'] == 'record': return None, 'recording the cassette'
+        if (why := self.asks_again(settings)): return None, why
         if (saved := self.saved_reply(digest, settings)) is not None: return 'saved', saved
-        if route.get('picked_by') != 'cell option' and (kept := self.kept_reply(model, msgs, options)) is not None:
-            return 'kept', kept   # not with `-m`: that model is asked on purpose
-        return None, None
+        by_name = route.get('picked_by') == 'cell option'   # `-m`: that model is asked on purpose
+        if not by_name and (kept := self.kept_reply(model, msgs, options)) is not None: return 'kept', kept
+        if ledger is not None and (stale := self.stale_reply(model, by_name, ledger)) is not None: return 'stale', stale
+        return None, 'no saved reply to this question' if self.own_reply(done=False) is None else \
+            'its saved reply is from another model, named with `-m`, or did not finish'
+
+    def asks_again(self, settings)->str:
+        """Why this prompt asks the model whatever it saved ('' if it need not): the reply view's Ask again, `--fresh`,
+        or `reuse = off` from your own layers (`%config`, your settings.ini, the menu's switch clicked in this kernel);
+        a notebook's binding or a project's settings.ini never makes a rerun spend model calls."""
+        if getattr(self.cells.current, 'cell_id', None) in self._fresh: return 'Ask again'
+        if settings['reuse']: return ''
+        source = settings.source['reuse']
+        if source == 'cell option': return '`--fresh`'
+        if source == 'notebook binding': return "the menu's reuse switch is off" if self._reuse_here else ''
+        if source == settings.project: return ''
+        return f'`reuse` is off ({short_source(source)})'
+
+    def ask_again(self, cell_id:str):
+        "The reply view's Ask again: the next run of that prompt cell asks the model, whatever it saved (once)."
+        if isinstance(cell_id, str) and 0 < len(cell_id) <= 256:
+            with self._lock:
+                if len(self._fresh) >= 1000: self._fresh.clear()
+                self._fresh.add(cell_id)
+
+    def own_reply(self, done=True, same=True)->dict|None:
+        """The newest reply this prompt cell showed (this kernel's record first, then the notebook file's), finished only if
+        `done`, to the question it asks now if `same`: found by its cell id; without one (headless, a terminal), the saved
+        prompt cell asking the same question at the same turn (the first such cell for its first run here, the second
+        for the second); in a terminal, none (each input is a new question, not a cell run again)."""
+        from ..context.build import prompt_text
+        from ..context.nbfile import saved_cells
+        from .replay import latest_reply
+        current, nb = self.cells.current, self.notebook()
+        if current is None: return None
+        saved, question = (saved_cells(nb) or []) if nb else [], prompt_text(current.source)
+        def asks(c, same=True): return c.kind == 'prompt' and (not same or prompt_text(c.source) == question)
+        if current.cell_id:
+            mine = [c for c in [*self.cells.cells(), *saved] if c.cell_id == current.cell_id and c is not current]
+            return next((r for c in mine if asks(c, same) and (r := latest_reply([c], done)) is not None), None)
+        ran = [c for c in self.cells.cells() if c is not current and not c.cell_id and asks(c)]
+        copies = [c for c in saved if asks(c)]
+        return latest_reply([copies[len(ran)]], done) if len(ran) < len(copies) else None   # a terminal: each input is new
+
+    def stale_reply(self, model, by_name, ledger)->tuple|None:
+        """(output, digest, line): this prompt cell's saved reply to the same question, made over another context, kept
+        and marked with what changed since (`replay.stale_line`); None if there is none (or `-m` names another model)."""
+        from .replay import clean_fingerprint, context_changes, stale_line, _DIGEST
+        from ..settings import check_setting
+        if (out := self.own_reply()) is None: return None
+        md = out['metadata']['boopiter']
+        if not check_setting('model', md.get('model')) or by_name and md['model'] != model: return None
+        ctx = md.get('context') if isinstance(md.get('context'), dict) else {}
+        changes = context_changes(clean_fingerprint(ctx.get('cells')), ledger.get('sent') or [])
+        asked = ctx.get('asked')
+        question = isinstance(asked, str) and asked != ledger.get('asked')
+        digest = md.get('digest') if isinstance(md.get('digest'), str) and _DIGEST.fullmatch(md['digest']) else None
+        return out, digest, stale_line(changes, question)
+
+    def rerun_line(self, settings, nb)->str:
+        """What running the notebook again would do with each prompt's saved reply, for `%boop status`: shown again, kept
+        but stale (which cells changed since), or asked (and why); from the cells as the notebook holds them now."""
+        from ..context.build import HIDE_TAG, adds_nothing, is_own, order_cells, prompt_text
+        from .replay import clean_fingerprint, context_changes, latest_reply, stale_line
+        layout = self.layout(nb)
+        if not layout: return 'no notebook known: each prompt says what it does when it runs (`--dry-run` too)'
+        if settings['cassette'] == 'replay': return 'the cassette answers every prompt: no model is asked'
+        if settings['cassette'] == 'record': return 'recording the cassette: every prompt asks its model'
+        if (why := self.asks_again(settings)): return f'every prompt asks the model again: {why}'
+        shown, stale, asks = 0, [], []
+        for c in layout:
+            if c.kind != 'prompt' or not prompt_text(c.source): continue
+            ran = next((r for r in self.cells.cells() if c.cell_id and r.cell_id == c.cell_id), c)
+            q = f'`{prompt_text(c.source).splitlines()[0][:40]}`'
+            if (out := latest_reply([ran])) is None:
+                asks.append(f'{q} (no saved reply)')
+                continue
+            ctx = out['metadata']['boopiter'].get('context')
+            above = [a for a in order_cells(self.cells.cells(), layout, c)
+                     if HIDE_TAG not in a.tags and not is_own(a) and not adds_nothing(a)]
+            changes = context_changes(clean_fingerprint(ctx.get('cells') if isinstance(ctx, dict) else None), above)
+            if changes['changed'] or changes['new'] or changes['unknown']:
+                stale.append(f'{q} ({stale_line(changes).partition("since this reply, ")[2].partition(". Kept")[0]})')
+            else: shown += 1
+        bits = [f'{shown} saved repl{"y" if shown == 1 else "ies"} shown again'] if shown else []
+        if stale: bits.append(f'{len(stale)} kept but marked stale: ' + '; '.join(stale[:5]) + (' …' if len(stale) > 5 else ''))
+        if asks: bits.append(f'{len(asks)} asked: ' + '; '.join(asks[:5]) + (' …' if len(asks) > 5 else ''))
+        head = 'Run All asks no model' if not asks else f'Run All asks {len(asks)} prompt{"s" * (len(asks) != 1)}'
+        return f'{head}: ' + ('; '.join(bits) if bits else 'no prompt cells') + ('' if not stale else
+                                                                               ' (`--fresh` or Ask again asks)')
+
+    def previous_reply(self)->dict|None:
+        "The reply this prompt cell shows now, which asking again replaces: {model, answer}, bounded (`replay.clean_previous`)."
+        from .replay import clean_previous, saved_snapshot
+        if (out := self.own_reply(done=False, same=False)) is None: return None
+        return clean_previous(dict(model=out['metadata']['boopiter'].get('model'), answer=saved_snapshot(out).get('answer')))
 
     def saved_reply(self, digest, settings)->dict|None:
         "A finished reply to this exact request: shown in this kernel, saved in the notebook, or in `cache_dir`."
@@ -471,21 +730,31 @@ class Assistant:
         same = [c for c in cells if not own(c) and c.kind == 'prompt' and prompt_text(c.source) == question]
         return find_kept_reply(model, msgs, options, [c for c in cells if own(c)] + same)
 
-    def _keep(self, output, digest, model, settings, route, ledger, shown):
-        "Show a kept reply (`kept_reply`) through the renderer, marked: answered by its model, not `model`; return it."
+    def _keep(self, output, digest, *rest):
+        """Show a kept reply (`kept_reply`: answered by its model, not `model`) or a stale one (`stale_reply`: over another
+        context; `rest` starts with its mark) through the renderer, marked; return it."""
+        stale, (model, settings, route, ledger, shown) = (rest[0], rest[1:]) if len(rest) == 6 else ('', rest)
         from ..render.reply import reply_bundle
-        from .replay import clean_model_info, saved_snapshot
+        from .replay import MAX_CONTEXT_LENGTH, _number, clean_fingerprint, clean_model_info, saved_snapshot
+        from ..settings import THINK_LEVELS
         from ..models.stream import Reply
         md, by = output['metadata']['boopiter'], output['metadata']['boopiter'].get('model_source')
         by = by if isinstance(by, str) and len(by) <= 100 else None
         info = clean_model_info(md['model_info']) if isinstance(md.get('model_info'), dict) else None
         reply = Reply.restore(md['model'], saved_snapshot(output))   # drawn by the renderer: a file's HTML never is
-        kept_route = {**route, **self.router.describe(md['model'], settings), 'kept': model,
-                      'digest': digest, 'picked_by': by, 'effort': md.get('effort'), 'note': '',
+        kept_route = {**route, **self.router.describe(md['model'], settings), 'kept': model if md['model'] != model else None,
+                      'stale': stale or None, 'digest': digest, 'picked_by': by, 'note': '',
+                      'effort': md['effort'] if md.get('effort') in THINK_LEVELS else None,   # a file's: checked
                       'reasoning_model': bool(md.get('reasoning_model')),
                       'model_info': {k: v for k,v in (info or {}).items() if v is not None}}
-        window = (md.get('context') or {}).get('window')
-        self._record(shown.show(*reply_bundle(reply, kept_route, {**ledger, 'window': window} if window else ledger)))
+        ctx = md.get('context') if isinstance(md.get('context'), dict) else {}
+        saved = {k: v for k,v in ctx.items() if k in ('window', 'asked', 'cells')}   # as it was made (checked when read)
+        if not isinstance(saved.get('asked'), str): saved.pop('asked', None)
+        if not _number(MAX_CONTEXT_LENGTH, int, lo=1)(saved.get('window')): saved.pop('window', None)
+        if saved.get('cells') is not None and (cells := clean_fingerprint(saved['cells'])) is not None: saved['cells'] = cells
+        else: saved.pop('cells', None)
+        if stale: ledger = {k: v for k,v in ledger.items() if k != 'cells'}   # unknown stays unknown: never today's
+        self._record(shown.show(*reply_bundle(reply, kept_route, {**ledger, **saved})))
         return reply
 
     def cassette(self, settings, recording=False):
@@ -559,7 +828,7 @@ class Assistant:
                     binding=binding_text(binding).partition(' · ')[2]
                             + (' · as saved in the notebook' if binding and self._binding is None and nb else ''),
                     notebook=str(nb) if nb else 'unknown (cells in execution order; set BOOPITER_NOTEBOOK for headless runs)',
-                    cells=f'{len(self.cells.cells())} recorded')
+                    cells=f'{len(self.cells.cells())} recorded', replies=self.rerun_line(s, nb))
         if s['cassette'] in ('record', 'replay'):
             name = cassette_path(nb, s['cassette_file']).name
             rows['cassette'] = f'replaying {name}' if replaying else f'recording every model turn to {name}'

@@ -11,7 +11,10 @@ kernel picks something, the extension reads it from the saved file (the most rec
 output an earlier session left behind cannot). Only the keys in `BINDING_KEYS` are read, each checked
 against its setting's rule (`settings.RULES`; a value that breaks it is ignored with a warning), and
 only model ids that stay on servers you configured (`screen_binding`): a notebook cannot point prompts
-at another server or carry a secret. Hosts, endpoints and keys come from settings and the environment.
+at another server or carry a secret. Hosts, endpoints and keys come from settings and the environment. Its `auto` and
+the tool sources in its `tools` that act or reach out (`web`, `notebook`) are proposals: they apply once you allowed
+them (`consent.py`), whoever wrote the file. A model id is read by its shape (`routes.py`): a bare `openai/x` is x on
+your `api_base` or a cloud id, never the Ollama model of that name (`ollama_chat/openai/x`).
 
 A `picked_at` stamp counts only if it is a time with a zone, from 2000 on, and at most a day ahead of
 this machine's clock (a clock may run a little ahead; more is a crafted stamp, which would otherwise
@@ -115,8 +118,10 @@ def _not_chosen(model)->str:
     if (parts := split_endpoint(model)):
         return (f'the saved binding names `{model}`, on an endpoint `{parts[0]}` your settings do not declare: declare '
                 f'`[boopiter.endpoint.{parts[0]}]` (its `kind` and `url`) in your settings.ini, or pick another model')
+    ollama = (f' (an Ollama model of that name is `ollama_chat/{model}`: an id is read by its shape, so `{model}` is '
+              'never sent to Ollama)') if '/' in model and not model.startswith(('ollama_chat/', 'ollama/')) else ''
     return (f'the saved binding names `{model}`, which a notebook may not choose by itself: pick it in the menu or with '
-            '`%boop model`, or list it in the `models` setting')
+            f'`%boop model`, or list it in the `models` setting{ollama}')
 
 
 def _keep_alive_text(v):

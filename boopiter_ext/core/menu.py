@@ -2,12 +2,12 @@
 ipywidgets fallback), so they can never disagree on which model answers and why.
 
     state = menu_state(settings, listing, offered=['list_files', ...])
-    state['answering']   # {'model': 'qwen3:1.7b', 'why': 'notebook binding', 'context_length': 40960, ...}
+    state['answering']   # {'model': 'qwen3:1.7b', 'why': 'notebook binding', 'window': 4096, 'context_length': 40960, ...}
 
 The shape is the frontend's `MenuState` (js/src/protocol/messages.ts); every value is JSON.
 """
 
-__all__ = ['KEEP_ALIVE', 'CONTEXT_SIZES', 'EFFORTS', 'answering', 'menu_state', 'size_label']
+__all__ = ['KEEP_ALIVE', 'CONTEXT_SIZES', 'EFFORTS', 'answering', 'consent_state', 'menu_state', 'size_label']
 
 from ..models.routes import LOCAL_ID, picked_model
 from ..settings import short_source
@@ -22,11 +22,13 @@ def size_label(n:int)->str: return 'auto' if not n else f'{n // 1024}k' if n % 1
 
 
 def answering(
-    settings,  # Resolved settings
-    listing,   # The catalog's last `Listing`
-)->dict:       # {model, why, auto, context_length?, size?, reasoning}
+    settings,     # Resolved settings
+    listing,      # The catalog's last `Listing`
+    window=None,  # window(model) -> the context window its next request asks for (`num_ctx`), if known
+)->dict:          # {model, why, auto, window?, context_length?, size?, reasoning}
     """The model that will answer the next prompt and why: a pick, else Ollama's automatic choice (`auto` is True and
-    `why` says `auto: why this one`), else the tiny embedded one."""
+    `why` says `auto: why this one`), else the tiny embedded one. `window` is the context the request uses (what its
+    reply details will say); `context_length` the most the model takes (the menu's context sizes stop there)."""
     model, source = picked_model(settings)
     why = short_source(source)
     if not model:
@@ -38,6 +40,7 @@ def answering(
     entry = listing.get(model) if model else None
     reasoning = bool(settings['reasoning'] and settings['reasoning_model'] and model == settings['reasoning_model'])
     out = dict(model=model, why=why, auto=not source, reasoning=reasoning)
+    if model and window is not None and (w := window(model)): out['window'] = w
     if entry and entry.context_length: out['context_length'] = entry.context_length
     if entry and entry.size: out['size'] = entry.size
     return out
@@ -49,18 +52,29 @@ def _entry(e)->dict:
     return d
 
 
+def consent_state(
+    settings,       # Resolved settings, screened (`consent.screen`)
+    notebook='',    # The notebook's file name, where an acceptance is remembered; '' if not known (this kernel only)
+)->dict:            # {proposed, text, notebook}: what the menu says, and what its Allow button accepts
+    "What a notebook or project proposes beyond what you allowed (auto-run, tools that act or reach out), for a menu."
+    return dict(proposed=list(getattr(settings, 'proposed', [])), text=getattr(settings, 'consent', ''), notebook=notebook)
+
+
 def menu_state(
     settings,        # Resolved settings
     listing,         # The catalog's last `Listing`
     offered=(),      # Names of the tools offered now
+    notebook='',     # The notebook's file name (`consent_state`)
+    window=None,     # window(model) -> the context window its next request asks for (`answering`)
 )->dict:             # The frontend's `MenuState`
-    "Everything the brain menu shows: who answers and why, the current picks, every model in reach, the options."
+    """Everything the brain menu shows: who answers and why, the current picks (as they apply: what a notebook only
+    proposes is off), what the notebook proposes beyond them, every model in reach, the options."""
     from ..tools.registry import DEFAULT_SELECTION, SOURCES, parse_selection
     chosen = parse_selection(settings['tools']) or DEFAULT_SELECTION
     picks = {k: settings[k] for k in ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size',
                                       'tools', 'auto', 'reuse')}
-    return dict(answering=answering(settings, listing), settings=picks, models=[_entry(e) for e in listing.entries],
-                problems=dict(listing.problems), offered_tools=list(offered),
+    return dict(answering=answering(settings, listing, window), settings=picks, models=[_entry(e) for e in listing.entries],
+                problems=dict(listing.problems), offered_tools=list(offered), consent=consent_state(settings, notebook),
                 options=dict(keep_alive=[list(kv) for kv in KEEP_ALIVE], context_sizes=CONTEXT_SIZES,
                              efforts=[list(kv) for kv in EFFORTS],
                              tool_sources=[dict(name=n, description=doc, on=bool(chosen.get(n)))

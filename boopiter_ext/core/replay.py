@@ -12,7 +12,13 @@ traceback frames, the kernel's process id in traceback paths, and memory address
 - **Kept replies.** When the model that would answer is not the one that wrote a prompt cell's saved reply (the
   automatic choice or the binding changed), that reply is kept, not replaced, if only the model differs:
   `find_kept_reply` recomputes the digest with the saved reply's own model, effort and context window over the
-  messages about to be sent, and keeps it on a match. A changed question or context above asks again.
+  messages about to be sent, and keeps it on a match.
+- **Stale replies.** A rerun never asks again behind your back. Each reply's metadata holds a fingerprint of the
+  cells its context held (`context.cells`: [cell id, 12 hex digits of SHA-256 over what the cell showed the model],
+  `context_fingerprint`). When a prompt cell with a saved reply to the same question runs again and its context
+  differs, that reply is shown again, marked *stale* with the cells that changed (`context_changes`, `stale_line`);
+  asking again is deliberate (`--fresh`, the reply's Ask again, or `reuse = off` in your own settings), and the
+  replaced reply's text stays in the new one's metadata (`previous`, bounded: `clean_previous`).
 - **Cassettes.** `Cassette` is a JSON file next to the notebook (`analysis.cassette.json`): each model
   turn recorded with its digest, reply text, reasoning, counts and timings, and what each model said of
   itself. Replaying serves every request from it, through the real loop, tools and guards; a request
@@ -32,7 +38,9 @@ The cassette format, version 1 (keys in this order; turns in the order they were
                 "recorded_at": "2026-11-30T10:00:00Z"}]}
 """
 
-__all__ = ['request_digest', 'find_saved_reply', 'find_kept_reply', 'saved_model_info', 'saved_snapshot', 'saved_auto_model',
+__all__ = ['request_digest', 'find_saved_reply', 'find_kept_reply', 'cell_hash', 'context_fingerprint',
+           'clean_fingerprint', 'context_changes', 'stale_line', 'latest_reply', 'clean_previous', 'PREVIOUS_CHARS',
+           'saved_model_info', 'saved_snapshot', 'saved_auto_model',
            'clean_snapshot', 'clean_model_info', 'DiskCache', 'Cassette', 'cassette_path', 'CASSETTE_FORMAT',
            'CASSETTE_VERSION', 'MAX_CONTEXT_LENGTH']
 
@@ -41,6 +49,7 @@ from collections import OrderedDict
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from ..errors import CassetteDrift
+from ..context.build import prompt_text, reply_text
 from ..context.nbfile import clean_output, json_value, load_json
 from ..settings import THINK_LEVELS, check_setting, refusal
 from ..models.stream import STATUS_NOTES
@@ -152,6 +161,118 @@ def find_kept_reply(
                 digests[key] = request_digest(md['model'], messages, {**options, **opts})
             if md.get('digest') == digests[key]: return _joined(o), digests[key]
     return None
+
+
+FINGERPRINT_CELLS, PREVIOUS_CHARS = 5000, 20_000   # cells a fingerprint lists; characters of a replaced reply kept
+_HASH, _CELL_KEY = re.compile(r'[0-9a-f]{12}'), re.compile(r'[\w.:-]{0,256}')
+
+
+def _joined_text(v): return ''.join(s for s in v if isinstance(s, str)) if isinstance(v, list) else v if isinstance(v, str) else ''
+
+
+def _output_bits(o):
+    "What one output showed the model, for a cell's hash: its texts (run counters aside), each image by its bytes."
+    if not isinstance(o, dict) or _meta(o): return   # a reply, the binding, a tool round: not the cell's own output
+    if o.get('output_type') == 'stream': yield _stable(_joined_text(o.get('text')))
+    elif o.get('output_type') == 'error':
+        tb = o.get('traceback')
+        yield _stable('\n'.join([_joined_text(o.get('ename')), _joined_text(o.get('evalue')),
+                                 *(t for t in (tb if isinstance(tb, list) else []) if isinstance(t, str))]))
+    data = o.get('data')
+    for m,v in sorted(data.items()) if isinstance(data, dict) else ():
+        if isinstance(v, list) and all(isinstance(x, str) for x in v): v = ''.join(v)
+        elif not isinstance(v, str):   # JSON data (a file's is depth-checked when read; a live one may be anything)
+            try: v = json.dumps(v, sort_keys=True, default=str)
+            except (ValueError, TypeError, RecursionError): v = repr(type(v))
+        yield m + ':' + (_image_digest(v) if m.startswith('image/') else _stable(v))
+
+
+def cell_hash(
+    cell,   # A `context.Cell` as the context holds it
+)->str:     # 12 hex digits
+    """What a cell showed the model, hashed: a prompt's question and reply, a note's text and images, a code cell's source
+    and outputs (images by their bytes); run counters, process ids and memory addresses aside (as `request_digest`)."""
+    if cell.kind == 'prompt': parts = ['prompt', prompt_text(cell.source), reply_text(cell) or '']
+    elif cell.kind == 'markdown':
+        parts = ['markdown', cell.source.strip(), *(f'{n}:{m}:{_image_digest(str(v))}' for n,b in (cell.attachments or {}).items()
+                                                   for m,v in (b.items() if isinstance(b, dict) else ()))]
+    else: parts = ['code', cell.source.strip(), *(b for o in cell.outputs for b in _output_bits(o))]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode('utf-8', 'replace')).hexdigest()[:12]
+
+
+def context_fingerprint(
+    cells:list,   # The cells a request's context held (`build_context`'s ledger: `sent`)
+)->list:          # [[cell id or '', cell_hash], ...], the newest `FINGERPRINT_CELLS`
+    "The fingerprint a reply's metadata keeps of its context: which cells it held, and what each showed the model."
+    return [[c.cell_id if isinstance(c.cell_id, str) and _CELL_KEY.fullmatch(c.cell_id) else '', cell_hash(c)]
+            for c in cells[-FINGERPRINT_CELLS:]]
+
+
+def clean_fingerprint(v)->list|None:
+    """A fingerprint read from a file (untrusted): a list of at most `FINGERPRINT_CELLS` [id, 12 hex digits] pairs, ids
+    of word characters, `.`, `:` and `-`; None (unknown) if anything in it is of another shape."""
+    if not isinstance(v, list) or len(v) > FINGERPRINT_CELLS: return None
+    ok = all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and _CELL_KEY.fullmatch(p[0])
+             and isinstance(p[1], str) and _HASH.fullmatch(p[1]) for p in v)
+    return [list(p) for p in v] if ok else None
+
+
+def context_changes(
+    saved:list|None,  # `clean_fingerprint` of the saved reply's context (None: not known)
+    cells:list,       # The cells the context holds now
+)->dict:              # changed, new: the cells now whose text the reply never saw; gone: how many it saw are not there
+    """What changed in a prompt's context since its reply: a cell it holds now whose text the reply did not see is
+    `changed` (the reply saw that cell with another text) or `new` (it ran or appeared since); `gone` counts the cells
+    the reply saw that are neither here nor changed. Matched by content, then by id: headless runs have no ids."""
+    if saved is None: return dict(changed=[], new=[], gone=0, unknown=True)
+    now = [(c, cell_hash(c)) for c in cells]
+    seen, ids = {h for _,h in saved}, {i for i,_ in saved if i}
+    changed = [c for c,h in now if h not in seen and c.cell_id and c.cell_id in ids]
+    new = [c for c,h in now if h not in seen and not (c.cell_id and c.cell_id in ids)]
+    here, here_ids = {h for _,h in now}, {c.cell_id for c,_ in now if c.cell_id}
+    gone = sum(h not in here and not (i and i in here_ids) for i,h in saved)
+    return dict(changed=changed, new=new, gone=gone, unknown=False)
+
+
+def _named(cell)->str:
+    "A cell as a user finds it: its label and its first line."
+    text = prompt_text(cell.source) if cell.kind == 'prompt' else cell.source
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), '')
+    line = line if len(line) <= 40 else line[:39] + '…'
+    kind = {'prompt': 'prompt', 'markdown': 'note'}.get(cell.kind, f'In [{cell.exec_count}]' if cell.exec_count else 'cell')
+    return f'{kind} `{line.replace("`", "ʹ")}`'
+
+
+def stale_line(
+    changes:dict,       # `context_changes`
+    question:bool=False,# Whether the question as sent differs (the values of its $`names`)
+    how:str='run `%%prompt --fresh` to ask again',   # The action that asks again
+)->str:                 # One line: what changed, and how to ask again
+    "The mark of a stale reply: which cells changed since it was made, and the one action that asks again."
+    def some(cells, n=4): return ', '.join(map(_named, cells[:n])) + (f' and {len(cells) - n} more' if len(cells) > n else '')
+    bits = [f'{some(changes["changed"])} changed'] if changes['changed'] else []
+    if changes['new']: bits.append(f'{some(changes["new"])} {"is" if len(changes["new"]) == 1 else "are"} new or ran')
+    if changes['gone']: bits.append(f'{changes["gone"]} cell{"s" * (changes["gone"] != 1)} it saw '
+                                    f'{"is" if changes["gone"] == 1 else "are"} gone')
+    if question: bits.append('the values its question shows changed')
+    if changes.get('unknown'): bits.append('its context changed (which cells is not recorded)')
+    what = '; '.join(bits) or 'what it would send changed (settings, tools or options)'
+    return f'Stale: since this reply, {what}. Kept as it was; {how}.'
+
+
+def latest_reply(cells, done:bool=True)->dict|None:
+    "The newest reply output among `cells`' outputs (finished only, if `done`), texts joined; None if there is none."
+    for o, md in reversed(list(_reply_outputs(cells))):
+        if isinstance(o.get('data'), dict) and (not done or md.get('status') == 'done'): return _joined(o)
+    return None
+
+
+def clean_previous(v)->dict|None:
+    "A replaced reply as a reply's metadata keeps it (untrusted when read): {model, answer}, the answer bounded."
+    if not isinstance(v, dict) or not isinstance(v.get('answer'), str) or not v['answer'].strip(): return None
+    model = v.get('model') if isinstance(v.get('model'), str) and 0 < len(v['model']) <= 200 else ''
+    answer = json_value(v['answer'])
+    return dict(model=json_value(model), answer=answer[:PREVIOUS_CHARS] + (' …' if len(answer) > PREVIOUS_CHARS else ''))
 
 
 def _joined(o):

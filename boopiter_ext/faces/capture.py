@@ -94,12 +94,12 @@ class CellRecorder:
 
     @_quiet
     def pre_run_cell(self, info):
-        if getattr(info, 'silent', False) or not getattr(info, 'store_history', True):
+        if info.silent or not info.store_history:
             self.current = None
             return
         src = info.raw_cell or ''
         self.current = Cell(src, 'prompt' if is_prompt(src) else 'code', cell_id=info.cell_id,
-                            exec_count=self.shell.execution_count, tags=cell_tags(getattr(info, 'cell_meta', None)))
+                            exec_count=self.shell.execution_count, tags=cell_tags(info.cell_meta))
         if self.current.kind == 'code': self._tee()
 
     @_quiet
@@ -108,7 +108,7 @@ class CellRecorder:
         info, cell = result.info, self.current
         self.current = None
         if cell is None:  # the cell that loaded us: pre_run_cell fired before we listened
-            if getattr(info, 'silent', False) or not getattr(info, 'store_history', True): return
+            if info.silent or not info.store_history: return
             src = info.raw_cell or ''
             cell = Cell(src, 'prompt' if is_prompt(src) else 'code', cell_id=info.cell_id,
                         exec_count=result.execution_count)
@@ -125,8 +125,8 @@ class CellRecorder:
         "While a code cell runs, copy what it writes to stdout/stderr into its record."
         for name in ('stdout', 'stderr'):
             stream = getattr(sys, name)
-            prev = stream.__dict__.get('write')  # IPython >= 9 wraps `write` the same way around each cell
-            def tee(s, write=stream.write, name=name):
+            prev = stream.write   # IPython's own tee of the cell (`InteractiveShell._tee`), which puts back its own
+            def tee(s, write=prev, name=name):
                 n = write(s)
                 if self.current is not None and not self._publishing and isinstance(s, str): self._add_stream(name, s)
                 return n
@@ -137,8 +137,7 @@ class CellRecorder:
         "Put back exactly what `_tee` replaced."
         for stream,tee,prev in self._teed:
             if stream.__dict__.get('write') is not tee: continue   # someone wrapped us meanwhile: leave theirs
-            if prev is None: del stream.write
-            else: stream.write = prev
+            stream.write = prev
         self._teed = []
 
     def _add_stream(self, name, text):

@@ -10,10 +10,23 @@ target, `boopiter`, in both directions; JSON messages with a `type` (js/src/prot
                                                                   unsaved edits included: on changes, and before a
                                                                   prompt cell runs
                          {type: 'refresh'}                        list the models again
-                         {type: 'pick', changes: {model: ...}}    a null value removes that pick
+                         {type: 'pick', changes: {model: ...}}    a null value removes that pick; a click, so what it
+                                                                  turns on of auto-run and the tools that act or reach
+                                                                  out is remembered as yours for this notebook
+                         {type: 'allow', items: ['auto', 'web']}  the menu's Allow: accept what the notebook proposes
+                                                                  (as the menu showed it) for it, on this machine
                          {type: 'preview', id, source}            a prompt cell's dry run: what it would send
+                         {type: 'stop', cell_id}                  the reply view's Stop: the reply streaming in that cell
+                                                                  ends now, as *interrupted*, and the cell without an
+                                                                  error (sent over the comm's subshell, so it is read
+                                                                  while the prompt cell runs; no answer)
                          {type: 'edit_result', id, ok, message}   what the notebook did with an `edit`
-    kernel -> frontend   {type: 'state', version: 1, state}       `menu.menu_state`: after hello, picks, refresh
+                         {type: 'fresh', cell_id}                 the reply view's Ask again: the next run of that
+                                                                  prompt cell asks the model (sent before the run)
+    kernel -> frontend   {type: 'state', version: 1, state}       `menu.menu_state`: after hello, picks, refresh, allow,
+                                                                  and when a prompt found its server down or back up
+                                                                  (`state.consent`: what the notebook proposes beyond
+                                                                  what you allowed, and the line that says so)
                          {type: 'binding', binding}               after every change: the extension saves it in
                                                                   `metadata.boopiter.binding`
                          {type: 'preview', id, markdown, text}    the dry run (Markdown to render untrusted)
@@ -60,6 +73,7 @@ class Channel:
         from comm import create_comm, get_comm_manager
         get_comm_manager().register_target(TARGET, self._opened)
         self.assistant.listeners.append(self._binding_changed)
+        self.assistant.state_listeners.append(self.refresh_state)
         try: self._add(create_comm(target_name=TARGET, data=dict(type='announce', version=VERSION)))   # cheap: no state
         except Exception: log.debug('boopiter_ext: no frontend took the announcement', exc_info=True)
 
@@ -69,6 +83,7 @@ class Channel:
         manager = get_comm_manager()
         if manager.targets.get(TARGET) == self._opened: manager.unregister_target(TARGET, self._opened)
         if self._binding_changed in self.assistant.listeners: self.assistant.listeners.remove(self._binding_changed)
+        if self.refresh_state in self.assistant.state_listeners: self.assistant.state_listeners.remove(self.refresh_state)
         with self._lock: comms, self.comms = list(self.comms.values()), {}
         for c in comms:
             try: c.close()
@@ -104,6 +119,8 @@ class Channel:
             if kind in ('hello', 'notebook') and 'cells' in data: self.assistant.shown = data['cells']   # checked on use
             if kind == 'notebook': return
             if kind == 'edit_result': return self._edited(data)
+            if kind == 'stop': return self._stop(data.get('cell_id'))
+            if kind == 'fresh': return self.assistant.ask_again(data.get('cell_id'))   # checked there; no answer
             if kind == 'hello':
                 self.hello.set()
                 self._last = comm
@@ -123,12 +140,28 @@ class Channel:
                 changes = data.get('changes')
                 if not isinstance(changes, dict) or not changes or set(changes) - set(BINDING_KEYS):
                     return self._send(comm, dict(type='error', message=f'A pick names only {", ".join(BINDING_KEYS)}.'))
-                self.assistant.set_binding(**changes)   # the listener sends the binding and the state to every frontend
+                a = self.assistant
+                a.consent.picked(changes, a.notebook(), remember=True)   # your click: yours for this notebook from now
+                a.set_binding(**changes)   # the listener sends the binding and the state to every frontend
+                self.on_pick()
+            elif kind == 'allow':
+                items = data.get('items')
+                if not isinstance(items, list) or not items or len(items) > 50:
+                    return self._send(comm, dict(type='error', message='An allow names what the menu showed: `items`.'))
+                a = self.assistant
+                nb = a.notebook()
+                proposed = a.settings(nb=nb).proposed   # only what is proposed now: a changed proposal needs a new click
+                a.consent.accept([i for i in items if i in proposed], nb)
+                self.broadcast(self._state_msg())
                 self.on_pick()
             else: self._send(comm, dict(type='error', message=f'Unknown message {kind!r} for the boopiter kernel.'))
         except Exception as e:
             log.warning('boopiter_ext: a message from the frontend failed', exc_info=True)
             self._send(comm, dict(type='error', message=str(e) or type(e).__name__))
+
+    def _stop(self, cell_id):
+        "The reply view's Stop, on this comm's thread while the prompt cell runs on the main one."
+        self.assistant.stop(cell_id if isinstance(cell_id, str) and 0 < len(cell_id) <= 200 else None)
 
     def _refresh(self):
         a = self.assistant
@@ -166,7 +199,9 @@ class Channel:
         a = self.assistant
         nb = a.notebook()
         s = a.settings(nb=nb)
-        return menu_state(s, a.catalog.current(s), offered=list(a.tool_list(s, nb)))
+        listing = a.catalog.current(s)
+        return menu_state(s, listing, offered=list(a.tool_list(s, nb)), notebook=nb.name if nb else '',
+                          window=lambda model: a.menu_window(model, s, listing))
 
     def _state_msg(self): return dict(type='state', version=VERSION, state=self.state())
     def _binding_msg(self): return dict(type='binding', binding=self.assistant.binding(self.assistant.notebook()))

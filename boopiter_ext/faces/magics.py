@@ -27,11 +27,13 @@ from ..core.assistant import Assistant, folder
 from ..core.binding import binding_bundle
 from .capture import CellRecorder
 from ..context.build import prompt_text
+from ..redact import masked
 from ..settings import SETTINGS, RULES, THINK_LEVELS, check_setting
 
 log = logging.getLogger('boopiter_ext')
 _WIDGET_TEXT = 'boopiter {} (a live widget: it needs a running kernel; `%boop status` prints the same as text)'
 WIDGET_MIME = 'application/vnd.boopiter.widget+json'   # the extension draws this instead of the widget, live or not
+PREVIEW_MIME = 'application/vnd.boopiter.preview+json'   # a dry run in a cell: the extension draws it as its dialog
 
 
 def _trait(key):
@@ -39,16 +41,27 @@ def _trait(key):
     return {str: Unicode, int: Integer, float: Float, bool: Bool}[typ](default, help=help).tag(config=True)
 
 
-def _warm_up(needs_litellm=lambda: True):
-    """Import what the first prompt needs off the main thread: the Markdown parser and sanitizer, and litellm (~4.5 s)
-    unless `needs_litellm()` says no (it reads the settings and the saved notebook, which is no work for `%load_ext`)."""
+def _warm_up(cloud_model=lambda: ''):
+    """Import what the first prompt needs off the main thread: the Markdown parser and sanitizer; then, if the notebook
+    names a cloud id (`cloud_model()`, which reads the settings and the saved notebook: no work for `%load_ext`),
+    litellm and what its first request loads (`_warm_litellm`)."""
     try:
         from ..render.sanitize import safe_markdown
         safe_markdown('*warm*')
-        if needs_litellm() and importlib.util.find_spec('litellm') is not None:   # the `cloud` extra may be absent
-            from ..models import litellm_client
-            litellm_client.import_litellm()
     except Exception: log.warning('boopiter_ext: warming up failed; the first prompt will do the imports', exc_info=True)
+    _warm_litellm(cloud_model)
+
+
+def _warm_litellm(cloud_model)->bool:
+    """Import litellm, and load what its first request for `cloud_model()` would (a mock reply: nothing is sent), if
+    that names a cloud id and the `cloud` extra is installed; whether it named one."""
+    try:
+        if not (model := cloud_model()): return False
+        if importlib.util.find_spec('litellm') is None: return True   # the prompt will say how to install it
+        from ..models import litellm_client
+        litellm_client.warm_up(model)
+    except Exception: log.warning('boopiter_ext: warming litellm up failed; the first cloud prompt will do it', exc_info=True)
+    return True
 
 
 def _display_widget(widget, kind:str, what:str):
@@ -59,6 +72,19 @@ def _display_widget(widget, kind:str, what:str):
     bundle = widget._repr_mimebundle_()
     bundle.update({WIDGET_MIME: dict(version=1, kind=kind), 'text/plain': _WIDGET_TEXT.format(what)})
     display(bundle, raw=True)
+
+
+def _preview_output(data, md)->tuple:
+    """A dry run as a cell shows it: the extension draws `PREVIEW_MIME` as its dialog does (messages folded, text that
+    wraps at word boundaries); elsewhere the Markdown (messages folded too) and the plain text."""
+    return {PREVIEW_MIME: dict(version=1, markdown=data.get('text/markdown', ''), text=data.get('text/plain', '')),
+            **data}, md
+
+
+def _one_cell(python:list, shell:list)->str:
+    "The one cell `--insert` makes: the python blocks; without any, the shell blocks as one `%%bash` script."
+    if python: return '\n\n'.join(b.rstrip() for b in python)
+    return '%%bash\n' + '\n\n'.join(c.removeprefix('%%bash\n').rstrip() for c in shell)
 
 
 def _cell_options(args)->dict:
@@ -86,8 +112,9 @@ class BoopMagics(Magics):
     web_allow = _trait('web_allow')
     unload_others, deaddrop_dir, deaddrop_timeout = _trait('unload_others'), _trait('deaddrop_dir'), _trait('deaddrop_timeout')
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
-                              "parser, and litellm unless the configured model is served by Ollama directly (which "
-                              "never needs litellm).").tag(config=True)
+                              "parser; and litellm (with what its first request loads) once a cloud id is picked or "
+                              "named: the model, the reasoning model, the `models` setting, `-m` in a prompt cell. "
+                              "Ollama, the embedded model and OpenAI-compatible servers never need litellm.").tag(config=True)
     get_ready = Bool(True, help="Get the answering model ready while the kernel is idle: start the embedded model and "
                                 "read the notebook so far into its prompt cache, or load a picked Ollama model "
                                 "(readiness.py).").tag(config=True)
@@ -98,6 +125,7 @@ class BoopMagics(Magics):
         self.assistant = Assistant(self.recorder, shell.user_ns, notebook=self.notebook, config=self._config)
         self.assistant.listeners.append(self._binding_changed)
         self._warm, self._toolbar, self.channel, self.readiness = None, None, None, None
+        self._cloud_warm = False   # litellm warmed up, or on its way: once a kernel
         self._binding_id = f'boopiter-binding-{uuid.uuid4().hex}'   # every binding display shown is kept current
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
@@ -107,6 +135,19 @@ class BoopMagics(Magics):
         if 'BoopMagics' in config: self._set_since_load.update(k for k in config.BoopMagics if k in SETTINGS)
         super().update_config(config)
         if self.channel is not None: self.channel.refresh_state()
+        self._warm_cloud()   # `%config BoopMagics.model = 'anthropic/...'` names a cloud id
+
+    # -- warming litellm up, once a cloud id is picked or named (`_warm_litellm`)
+    def _cloud_model(self)->str:
+        "The cloud id to warm litellm up for ('' for none, or when it is warm or warming already); claims the warm-up."
+        if self._cloud_warm or not (model := self.assistant.cloud_model()): return ''
+        self._cloud_warm = True
+        return model
+
+    def _warm_cloud(self):
+        "Warm litellm up on a thread of its own if a cloud id is now picked or named (once a kernel)."
+        if getattr(self, 'assistant', None) is None or not self.warm_up or self._cloud_warm: return   # (not yet built)
+        threading.Thread(target=_warm_litellm, args=(self._cloud_model,), name='boopiter-warm-litellm', daemon=True).start()
 
     def _config(self)->tuple:
         "(values set with `%config` since loading, values configured when the extension loaded)."
@@ -126,8 +167,7 @@ class BoopMagics(Magics):
             self.assistant.edit = self.channel.edit
         atexit.register(self.assistant.close)
         if self.warm_up:
-            self._warm = threading.Thread(target=_warm_up, args=(self.assistant.uses_litellm,),
-                                          name='boopiter-warm-up', daemon=True)
+            self._warm = threading.Thread(target=_warm_up, args=(self._cloud_model,), name='boopiter-warm-up', daemon=True)
             self._warm.start()
         if self.get_ready:
             from ..core.readiness import Readiness
@@ -177,9 +217,10 @@ class BoopMagics(Magics):
         display(data, raw=True, metadata=md, display_id=self._binding_id, update=update)
 
     def _binding_changed(self, binding):
-        "A pick, from any face: keep the binding displays current, and the widget menu."
+        "A pick, from any face: keep the binding displays current, and the widget menu; a cloud id picked: warm litellm."
         if self.kernel: self._display_binding(*binding_bundle(binding), update=True)   # a terminal cannot update
         self._show_toolbar()
+        self._warm_cloud()
 
     def _show_toolbar(self):
         if self._toolbar is not None: self._toolbar.show()
@@ -194,7 +235,8 @@ class BoopMagics(Magics):
     @argument('--auto', action='store_true', help="Run the model's tool calls by themselves, after the guards, and "
                                                  "hand it the results until it answers (the `auto` setting).")
     @argument('--lenient', action='store_true', help="In auto mode, also take tool calls written as JSON or tags.")
-    @argument('--insert', action='store_true', help="Put the reply's python blocks into a new cell below.")
+    @argument('--insert', action='store_true', help="Put the reply's python blocks into a new cell below (a reply "
+                                                   "with shell blocks only: them, in a `%%%%bash` cell).")
     @argument('--fresh', action='store_true', help="Ask the model even if this cell has a saved reply to the same "
                                                   "question and context, from this model or another (the `reuse` "
                                                   "setting, for this cell).")
@@ -206,8 +248,8 @@ class BoopMagics(Magics):
 
         The model sees the cells above (code, outputs, errors, notes) in notebook order, and earlier
         prompts with their replies as a conversation. Re-running the cell shows its saved reply again while
-        nothing it sends has changed; if only the model that answers has, the saved reply is kept and marked;
-        `--fresh` asks again. In the question, $`name` shows the model a variable's value (summarised), &`name`
+        nothing it sends has changed; if the model that answers or the cells above it changed, the saved reply is
+        kept and marked (stale: which cells changed); `--fresh` asks again, keeping the old reply as the previous. In the question, $`name` shows the model a variable's value (summarised), &`name`
         offers a function as a tool for this prompt; cells tagged `boop-hide` are never sent, `boop-pin` never
         dropped.
 
@@ -223,13 +265,13 @@ class BoopMagics(Magics):
             raise UsageError(f'`-m` needs {RULES["model"][1]}; `%boop models` lists the ids in reach.')
         question = prompt_text('%%prompt\n' + cell)
         if not question: raise UsageError('The prompt is empty: write your question on the lines below `%%prompt`.')
-        if args.dry_run: return self._show_raw(*self.preview_cell(f'%%prompt {line}\n{cell}'))
+        if args.dry_run: return self._show_raw(*_preview_output(*self.preview_cell(f'%%prompt {line}\n{cell}')))
         settings = self.settings(_cell_options(args), self.notebook())
         if args.lenient and not settings['auto']: raise UsageError('`--lenient` applies to auto mode: add `--auto`.')
         view = lambda route, ledger: ReplyView(self.shell, route, ledger, extension=self.frontend)
         got = self.assistant.answer(question, settings, view=view,
                                     show=self._show_raw, with_context=not args.no_context, confirm=confirm_by_input)
-        self._offer_code(got.blocks, args.insert)
+        self._offer_code(got, args.insert)
 
     def preview_cell(self, source:str)->tuple:
         "(data, metadata): the dry run of a prompt cell's source, options included, as `%%prompt --dry-run` shows it."
@@ -238,19 +280,24 @@ class BoopMagics(Magics):
         args = parse_argstring(self.prompt, first.partition('%%prompt')[2])
         if args.model and not check_setting('model', args.model): raise UsageError(f'`-m` needs {RULES["model"][1]}.')
         settings = self.settings(_cell_options(args), self.notebook())
-        return preview_bundle(self.assistant.preview(prompt_text('%%prompt\n' + body), settings, not args.no_context))
+        return masked(preview_bundle(self.assistant.preview(prompt_text('%%prompt\n' + body), settings, not args.no_context)))
 
     @staticmethod
     def _show_raw(data, md):
         from IPython.display import display
-        display(data, raw=True, metadata=md)
+        display(masked(data), raw=True, metadata=masked(md))   # a tool round, the loop's summary: no key in them
 
-    def _offer_code(self, blocks, insert):
-        "A reply's python blocks (those no tool loop ran): into a new cell, or under Run buttons where no extension is."
+    def _offer_code(self, got, insert):
+        """A reply's python blocks (those no tool loop ran) and shell blocks (as `%%bash` cells): into a new cell, or
+        under Run buttons where no extension is. Another language is never offered as a cell: it would not run."""
+        from ..tools.blocks import shell_cells
+        shell = shell_cells(got.reply.answer)
+        blocks = got.blocks + shell
         if not blocks: return
-        if insert: self.shell.set_next_input('\n\n'.join(b.rstrip() for b in blocks))
+        if insert: self.shell.set_next_input(_one_cell(got.blocks, shell))
         elif self.kernel and not self.frontend:   # the extension's reply has its own actions, which make real cells
-            from .code_actions import CodeActions
+            from .code_actions import CodeActions, clickable
+            if not clickable(self.shell): return   # a headless run: nobody could click them, and they would be saved
             _display_widget(CodeActions(self.shell, blocks).widget, 'code_actions', 'Run and Copy-to-cell buttons')
 
     @line_magic
@@ -262,6 +309,7 @@ class BoopMagics(Magics):
         %boop reasoning NAME [l|m|h]   the reasoning model (and effort), switched on; `on`/`off` switch back and forth
         %boop models                   every model in reach, with capabilities
         %boop tools [SOURCE on|off]    the tools offered to the model; `%boop tools auto on` runs guarded calls
+        %boop allow [off]              accept what this notebook proposes (auto-run, web, notebook) on this machine
         %boop record | replay          save every model turn to the notebook's cassette, or answer from it offline
         %boop cassette [off]           the cassette in use, and how many turns it holds; `off` stops both
         %boop bench --models A,B       score models on a task set: right tools, valid calls, speed (table and chart)
@@ -270,7 +318,7 @@ class BoopMagics(Magics):
         cmd, _, rest = line.strip().partition(' ')
         handler = getattr(self, f'_boop_{cmd or "menu"}', None)
         if handler is None: raise UsageError(f'Unknown `%boop {cmd}`: try `%boop`, `%boop model NAME`, '
-                                             '`%boop reasoning NAME`, `%boop models`, `%boop tools`, `%boop record`, '
+                                             '`%boop reasoning NAME`, `%boop models`, `%boop tools`, `%boop allow`, `%boop record`, '
                                              '`%boop replay`, `%boop cassette`, `%boop bench` or `%boop status`.')
         try: return handler(rest.strip())
         finally:
@@ -287,6 +335,7 @@ class BoopMagics(Magics):
             who = f'auto → {a["model"]} ({a["why"].removeprefix("auto: ")})' if a['auto'] and a['model'] else \
                   f'{a["model"] or "none"} ({a["why"]})'
             print(f'The brain menu is in the notebook toolbar. Answering: {who}.')
+            if s.consent: print(f'{s.consent}: the menu\'s Allow, or `%boop allow`, accepts it for this notebook.')
             return self.show_binding()
         from .toolbar import Toolbar
         if self._toolbar is None: self._toolbar = Toolbar(self.assistant)
@@ -340,7 +389,9 @@ class BoopMagics(Magics):
             else: raise UsageError(f'Unknown tool source `{name}`; the sources are: {", ".join(SOURCES)}.')
         if any(w != 'auto' for w in words[::2]):
             changes['tools'] = selection_setting(chosen)
-        if changes: self.set_binding(**changes)
+        if changes:
+            self.assistant.consent.picked(changes, self.notebook())   # code you ran: yours while this kernel runs
+            self.set_binding(**changes)
         s = self.settings(nb=self.notebook())
         offered = self.assistant.offer_tools(s, self.notebook())
         chosen = parse_selection(s['tools']) or dict(DEFAULT_SELECTION)
@@ -349,6 +400,7 @@ class BoopMagics(Magics):
         if notebook_tools(): print(f'on   {"yours":<8} added with add_tool: {", ".join(f.__name__ for f in notebook_tools())}')
         print(f'offered: {", ".join(offered) or "none"}')
         print('auto: ' + ('on: guarded calls run by themselves' if s['auto'] else 'off: each python block waits for your Run click'))
+        if s.consent: print(f'{s.consent}: `%boop allow` accepts it for this notebook on this machine')
 
     def _boop_record(self, arg): self._boop_cassette(arg or 'record')
     def _boop_replay(self, arg): self._boop_cassette(arg or 'replay')
@@ -429,4 +481,28 @@ class BoopMagics(Magics):
 
     def _boop_status(self, _):
         rows, warnings = self.assistant.status(self.notebook())
+        if (asks := self.settings(nb=self.notebook()).consent):
+            rows['proposed'] = f'{asks}: `%boop allow` (or the brain menu\'s Allow) accepts it for this notebook'
         print('\n'.join(f'{k:<9} {v}' for k,v in rows.items()) + ''.join(f'\nwarning   {w}' for w in warnings))
+
+    def _boop_allow(self, arg):
+        """`%boop allow`: accept what this notebook (or its project's settings.ini) proposes of auto-run and the tools
+        that act or reach out, after a typed yes, for this notebook on this machine; `%boop allow off` takes back every
+        acceptance (this kernel's, and the notebook's)."""
+        from ..core.consent import describe
+        if arg not in ('', 'off'): raise UsageError('Usage: `%boop allow` or `%boop allow off`.')
+        nb, consent = self.notebook(), self.assistant.consent
+        if arg == 'off':
+            was = consent.forget(nb)
+            return print(f'Taken back: {describe(was)}; what this notebook proposes waits for your yes again.' if was else
+                         'Nothing was allowed beyond your own settings.')
+        s = self.settings(nb=nb)
+        if not s.proposed: return print('Nothing to allow: this notebook proposes nothing beyond what you allowed.')
+        where = f'for {nb.name} on this machine' if nb else 'in this kernel (the notebook file is not known)'
+        try: yes = input(f'{s.consent}. Allow {describe(s.proposed)} {where}? [y/N] ').strip().lower() in ('y', 'yes')
+        except Exception:   # no one to ask (a headless run): a saved `%boop allow` never grants by itself
+            raise UsageError('`%boop allow` asks for your yes, and this run cannot ask: click Allow in the brain menu, '
+                             'or turn them on in your own settings.ini.') from None
+        if not yes: return print('Not allowed; nothing changed.')
+        print(f'Allowed {where}: {describe(consent.accept(s.proposed, nb))}.')
+        self._show_toolbar()   # and the extension's menu: `boop` tells it after every subcommand

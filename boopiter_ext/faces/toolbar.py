@@ -4,12 +4,15 @@ with no extension and no CDN.
     model [qwen3:1.7b 🔧🧠 · 1.4 GB ▾]  (reasoning)  [qwen3:8b 🔧🧠 · 5.2 GB ▾]  auto L M H
     keep [default ▾]  context [auto ▾]  ⟳  (reuse replies)
     🔧 tools  [x] kernel  [x] files  (auto-run)
-    answering: qwen3:1.7b (notebook binding) · 40,960-token context · 1.4 GB · models: 3 ollama, 1 local
+    ⚠ This notebook asks for auto-run and the web tool; allowed here: kernel, files  [Allow for this notebook]
+    answering: qwen3:1.7b (notebook binding) · 4,096-token context · 1.4 GB · models: 3 ollama, 1 local
 
 It is the fallback where the JupyterLab / Notebook 7 extension is absent (VS Code, JupyterLab without it): what it
 shows comes from `menu.py`, as the extension's menu does. Each control writes the notebook's binding
 (`Assistant.set_binding`), which keeps the saved binding display current; the widgets themselves hold no state
-that matters after the kernel goes away. Callbacks never print: output from a widget callback lands in
+that matters after the kernel goes away. A click is yours: what it turns on of auto-run and the tools that act or
+reach out is remembered for the notebook (`consent.py`); what the notebook only proposes shows off, with a line that
+says so and a button that accepts it. Callbacks never print: output from a widget callback lands in
 JupyterLab's log console, not the cell.
 """
 
@@ -57,13 +60,20 @@ class Toolbar:
                                    tooltip='Run guarded tool calls by themselves (off: each python block waits for Run)')
         tools_row = W.HBox([W.HTML('<span title="Tools offered to the model">🔧 tools</span>',
                                    layout=W.Layout(width='60px')), *self.sources.values(), self.auto])
+        # what the notebook proposes beyond what you allowed, and the click that accepts it (hidden when nothing is)
+        self.proposal = W.HTML()
+        self.allow = W.Button(description='Allow for this notebook', icon='check', button_style='warning',
+                              layout=W.Layout(width='190px'),
+                              tooltip='Accept what this notebook proposes, for this notebook on this machine')
+        self.consent_row = W.HBox([self.proposal, self.allow], layout=W.Layout(display='none'))
+        self._proposed = []   # what the line shows: what Allow accepts
         self.status = W.HTML()
         self.status.add_class('boopiter-status')
         self.widget = W.VBox([W.HBox([self.model, self.use_reasoning, self.reasoning_model, self.effort]),
                               W.HBox([self.keep_alive, self.context, self.refresh_button, self.reuse]), tools_row,
-                              self.status])
+                              self.consent_row, self.status])
         self.widget.add_class('boopiter-toolbar')
-        self._widgets = [self.widget, *self.widget.children, *[c for b in self.widget.children[:3] for c in b.children]]
+        self._widgets = [self.widget, *self.widget.children, *[c for b in self.widget.children[:4] for c in b.children]]
         for w,key in ((self.model, 'model'), (self.reasoning_model, 'reasoning_model'), (self.use_reasoning, 'reasoning'),
                       (self.effort, 'think'), (self.keep_alive, 'keep_alive'), (self.context, 'context_size')):
             w.observe(lambda change, key=key: self._picked(key, change['new']), names='value')
@@ -71,6 +81,7 @@ class Toolbar:
         self.reuse.observe(lambda change: self._picked('reuse', change['new']), names='value')
         for box in self.sources.values(): box.observe(lambda change: self._picked_sources(), names='value')
         self.refresh_button.on_click(lambda _: self.refresh())
+        self.allow.on_click(lambda _: self._allowed())
 
     def close(self):
         "Close every widget, with its layout and style models (the extension is unloading)."
@@ -81,12 +92,25 @@ class Toolbar:
     # -- from the widgets to the binding
     def _picked(self, key, value):
         with self._lock:
-            if not self._quiet: self.magics.set_binding(**{key: None if value in ('', None) else value})
+            if not self._quiet: self._pick(**{key: None if value in ('', None) else value})
 
     def _picked_sources(self):
         with self._lock:
-            if not self._quiet:
-                self.magics.set_binding(tools=selection_setting({n: b.value for n,b in self.sources.items()}))
+            if not self._quiet: self._pick(tools=selection_setting({n: b.value for n,b in self.sources.items()}))
+
+    def _pick(self, **changes):
+        "A click: what it turns on is yours for this notebook, remembered on this machine (`consent.py`)."
+        a = self.magics
+        a.consent.picked(changes, a.notebook(), remember=True)
+        a.set_binding(**changes)
+
+    def _allowed(self):
+        "The Allow button: accept what the line showed, as far as the notebook still proposes it, then redraw."
+        with self._lock:
+            a = self.magics
+            nb = a.notebook()
+            a.consent.accept([i for i in self._proposed if i in a.settings(nb=nb).proposed], nb)
+            self._show()
 
     # -- from the binding and the listing to the widgets
     def refresh(self):
@@ -132,17 +156,24 @@ class Toolbar:
         self.auto.button_style = 'warning' if s['auto'] else ''
         self._set(self.reuse, value=bool(s['reuse']))
         self.use_reasoning.button_style = 'info' if s['reasoning'] else ''
-        self.reasoning_model.disabled = self.effort.disabled = len(thinkers) == 1 and not s['reasoning_model']
+        self.reasoning_model.disabled = len(thinkers) == 1 and not s['reasoning_model']
+        self.effort.disabled = self.reasoning_model.disabled or not s['reasoning']   # the effort is the reasoning model's
+        self.effort.tooltip = ('Reasoning effort (the reasoning model\'s)' if not self.effort.disabled else
+                               'Effort applies while reasoning is on: switch it on to pick one')
         html = self._status_html(s, listing)
         if self.status.value != html: self.status.value = html
+        self._proposed = list(s.proposed)
+        line = f'<span title="{escape(s.consent)}">⚠ {escape(s.consent)}</span>' if s.proposed else ''
+        if self.proposal.value != line: self.proposal.value = line
+        self.consent_row.layout.display = 'flex' if s.proposed else 'none'
 
     def _status_html(self, s, listing):
-        a = answering(s, listing)
+        a = answering(s, listing, lambda model: self.magics.menu_window(model, s, listing))
         auto, why = a['auto'] and a['model'] and a['why'].startswith('auto: '), a['why']
         if auto: why = why.removeprefix('auto: ')
         line = f'answering: {"auto → " if auto else ""}<b>{escape(a["model"] or "none available")}</b> ({escape(why)})'
-        if a.get('context_length'): line += f' · {a["context_length"]:,}-token context'
-        if a.get('size'): line += f' · {human_size(a["size"])}'
+        if a.get('window'): line += f' · {a["window"]:,}-token context'   # what the request asks for, as its details say
+        if a.get('size') and human_size(a['size']) not in why: line += f' · {human_size(a["size"])}'   # once
         found = ', '.join(f'{n} {src}' for src,n in Counter(e.source for e in listing.entries).items())
         rows = [f'{line} · models: {escape(found) or "none"}']
         rows += [f'<span style="opacity:.6">{escape(src)}: {escape(why)}'

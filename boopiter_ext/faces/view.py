@@ -17,6 +17,7 @@ import re, sys, threading, uuid
 from time import monotonic
 from types import SimpleNamespace
 from ..render.reply import REPLY_MIME, kept_line, reply_bundle, reply_plain, summary_line, MIME_KEY
+from ..redact import mask, masked
 from ..models.routes import route_name
 from ..render.sanitize import SafeStream, inline_text
 
@@ -89,6 +90,7 @@ class KernelView:
         self._last = None   # (data, metadata) sent last
 
     def _publish(self, data, md):
+        data, md = masked(data), masked(md)   # a key a server echoed is never shown or saved
         self.pub.publish(data, md, transient={'display_id': self.id}, update=self.shown)
         self.shown = True
 
@@ -136,6 +138,7 @@ class KernelView:
 
     def show(self, data:dict, md:dict)->dict:
         "Show a finished reply as it was saved (a reused one); return it as an nbformat output."
+        data, md = masked(data), masked(md)
         self._send(data, md)
         return dict(output_type='display_data', data=data, metadata=md)
 
@@ -144,7 +147,7 @@ class KernelView:
         data, md = reply_bundle(reply, self.route, self.ledger)
         if reply.status != 'done' and not reply.answer and not reply.reasoning:
             data.update({'text/markdown': f'*No reply from {inline_text(reply.model)}.*', 'text/plain': ''})
-        data = self._with_why(data, reply)
+        data, md = masked(self._with_why(data, reply)), masked(md)
         self._send(data, md)
         return dict(output_type='display_data', data=data, metadata=md)
 
@@ -166,7 +169,7 @@ class TerminalView:
         self._lock, self._waiting, self._line = threading.Lock(), None, None   # _line: the waiting line shown last
 
     def _write(self, s):
-        sys.stdout.write(s)
+        sys.stdout.write(mask(s))
         sys.stdout.flush()
 
     def waiting(self, model:str, note:str='', progress=None):
@@ -197,10 +200,11 @@ class TerminalView:
         "Print a saved reply again (a reused or kept one), marked so."
         self._end_waiting()
         b = md.get(MIME_KEY, {})
-        mark = (kept_line(SimpleNamespace(model=b.get('model')), b) if b.get('kept') else
+        mark = (b['stale'] if isinstance(b.get('stale'), str) else
+                kept_line(SimpleNamespace(model=b.get('model')), b) if b.get('kept') else
                 'reused: the saved reply to this same conversation')
         self._write(terminal_safe(data.get('text/plain', '') + f'\n[{mark}]') + '\n')
-        return dict(output_type='display_data', data=data, metadata=md)
+        return dict(output_type='display_data', data=masked(data), metadata=masked(md))
 
     def _think(self, reply):
         "Print reasoning as it grows, until the answer starts (a terminal cannot fold it away afterwards)."
@@ -229,6 +233,6 @@ class TerminalView:
         note = f'\n[{reply.note}]' if reply.note else ''
         self._write(terminal_safe(plain[self.printed:] + f'\n[{summary_line(reply)}]{note}{warning}') + '\n')
         data, md = reply_bundle(reply, self.route, self.ledger)
-        return dict(output_type='display_data', data=data, metadata=md)
+        return dict(output_type='display_data', data=masked(data), metadata=masked(md))
 
     def refresh(self, reply): "A terminal printed the reply once: nothing to send again."

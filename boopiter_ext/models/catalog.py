@@ -1,8 +1,11 @@
 """Every model the notebook can use, listed together for the brain menu and `%boop models`.
 
-Sources, in menu order, each giving ids that `%%prompt -m` understands:
+Sources, in menu order, each giving ids that `%%prompt -m` understands, and that name the source which listed them
+whatever the model's name holds (`routes.py`: an id is read by its shape):
 
-- `ollama`: `/api/tags`, with capabilities and context length from `/api/show` (see `OllamaClient.models`);
+- `ollama`: `/api/tags`, with capabilities and context length from `/api/show` (see `OllamaClient.models`): the bare
+  name, or `ollama_chat/NAME` for a name with a `/` or a leading `@` (`routes.ollama_id`: Ollama's `openai/x` is
+  `ollama_chat/openai/x`, so it is never sent to OpenAI);
 - `endpoint`: the OpenAI-compatible server at `api_base` (llama.cpp, vLLM, LM Studio), from its `/models`,
   as `openai/NAME`;
 - `@NAME`, one for each named endpoint settings declare, in their order: its models as `@NAME/MODEL`, shown as
@@ -29,7 +32,7 @@ from concurrent.futures import Future, wait
 from dataclasses import dataclass, field, replace
 from functools import partial
 from ..errors import BoopError
-from .routes import LOCAL_ID, declared_vision, endpoint_id, is_ollama_id, ollama_tag, split_endpoint
+from .routes import LOCAL_ID, declared_vision, endpoint_id, is_ollama_id, ollama_id, ollama_tag, split_endpoint
 from ..settings import declared_models, public_url
 
 BADGES = dict(tools='🔧', vision='👁️', thinking='🧠')
@@ -74,23 +77,28 @@ class Listing:
     auto: tuple = None   # (model, why): Ollama's model that answers when none is picked (`Router.auto_model`), if any
 
     def get(self, model_id:str)->ModelEntry|None:
-        "The entry for `model_id`, whichever way it is written (`ollama_chat/qwen3` finds `qwen3:latest`, `@g/qwen3` `@g/qwen3:latest`)."
-        want = _tagged(model_id) if model_id else model_id
-        return next((e for e in self.entries if e.id == model_id or e.source == 'ollama' and e.id == want), None)
+        """The entry for `model_id`, whichever way an Ollama model's id is written (`ollama_chat/qwen3` finds `qwen3:latest`,
+        `@g/qwen3` finds `@g/qwen3:latest`); never another source's model of the same name (`openai/x` is not Ollama's)."""
+        want = _tagged(model_id) if model_id else None
+        return next((e for e in self.entries if e.id == model_id or want and e.source == 'ollama' and _tagged(e.id) == want),
+                    None)
+
+
+def _tag(name): return name if ':' in name.rpartition('/')[2] else name + ':latest'
 
 
 def _tagged(model_id):
-    "An Ollama model's id with its tag, on the default host or an endpoint (`@g/qwen3` -> `@g/qwen3:latest`)."
-    if is_ollama_id(model_id): return ollama_tag(model_id)
-    if (parts := split_endpoint(model_id)): return endpoint_id(parts[0], ollama_tag(parts[1]))
-    return model_id
+    "An Ollama model's id as one key, tag included, on the default host or an endpoint; None for any other id."
+    if is_ollama_id(model_id): return 'ollama', ollama_tag(model_id)
+    if (parts := split_endpoint(model_id)): return '@' + parts[0], _tag(parts[1])   # a name there is taken whole
+    return None
 
 
 def ollama_source(router, settings)->list:
     "Ollama's models (`OllamaClient.models`); one whose `/api/show` failed is listed without capabilities, saying so."
-    return [ModelEntry(m['name'], m['name'], 'ollama', tuple(m.get('capabilities') or ()), m.get('context_length'),
+    return [ModelEntry(ollama_id(m['name']), m['name'], 'ollama', tuple(m.get('capabilities') or ()), m.get('context_length'),
                        m.get('size'), note='capabilities unknown' if m.get('problem') else '')
-            for m in router.ollama(settings).models()]
+            for m in router.ollama(settings).models() if isinstance(m.get('name'), str) and m['name']]
 
 
 def endpoint_source(router, settings)->list:
@@ -210,12 +218,43 @@ class Catalog:
                 listing.problems[n] = why
                 entries = [replace(e_, offline=why) for e_ in self._good.get(n, [])]
             for e in entries:   # a model two sources list (a `models` entry Ollama also has) is shown once
-                key = ollama_tag(e.id) if is_ollama_id(e.id) else e.id
+                key = _tagged(e.id) or e.id   # Ollama's `openai/x` is not the declared `openai/x`: another source
                 if key not in seen: seen.add(key); listing.entries.append(e)
         if 'ollama' not in listing.problems and auto and auto.done() and auto.exception() is None:
             listing.auto = auto.result()[0]   # kept per kernel by the router
         self.last, self.listed = listing, True
         return listing
+
+    @staticmethod
+    def source_of(model, settings)->str|None:
+        "The source that lists `model` ('ollama' for none: the automatic choice is Ollama's); None for ids no server lists."
+        if not model or is_ollama_id(model): return 'ollama'
+        if model == LOCAL_ID: return 'local'
+        if (parts := split_endpoint(model)): return '@' + parts[0]
+        if model.startswith('openai/') and settings['api_base']: return 'endpoint'
+        return None   # a cloud id, a dead drop: asking it says nothing of a listed server
+
+    def seen(self,
+             model,      # The model a prompt asked (None: the automatic choice)
+             settings,   # Resolved settings
+             why='',     # Why its server could not be reached; '' when it answered
+            )->str|None: # 'down': the listing now marks it offline; 'up': it was offline, list again; None: no change
+        """What a prompt just learnt of the server that lists `model`, in the last listing at once: the menu and the
+        toolbar must not show models as usable right after a prompt failed to reach them, nor offline once one answered."""
+        source = self.source_of(model, settings)
+        if source is None: return None
+        with self._lock:
+            last, was = self.last, self.last.problems.get(source)
+            if not why:
+                if was is None: return None
+                self._down.pop(source, None)   # the next refresh waits for it again, as for any live server
+                return 'up'
+            self._down[source] = why
+            if was == why: return None
+            mine = {e.id for e in self._good.get(source, [])}
+            entries = [replace(e, offline=why) if e.id in mine else e for e in last.entries]
+            self.last = Listing(entries, {**last.problems, source: why}, None if source == 'ollama' else last.auto)
+        return 'down'
 
     def current(self, settings)->Listing:
         "The last listing; the first time, a refresh: what reads it never says \"no model in reach\" before anyone looked."

@@ -3,20 +3,24 @@
     for kind, text in LitellmClient().chat('anthropic/claude-sonnet-4-5', msgs): ...
 
 The embedded model and `openai/NAME` on an `api_base` stream directly (`openai_client.py`). litellm is imported
-on first use (about 4.5 s; `magics.py` warms it up on a background thread), with `LITELLM_LOCAL_MODEL_COST_MAP=True`
-so importing it never downloads a price map. API keys come from the environment, as litellm reads them; none is
-ever written anywhere by boopiter. A reply that yields no token for `timeout` seconds is hung up: the watch
-(`stream.StallWatch`) shuts down the socket under the SDK's stream, found through httpx's `network_stream`.
+on first use only (about 3 s of CPU and 170 MB; a kernel that names no cloud id never imports it), with
+`LITELLM_LOCAL_MODEL_COST_MAP=True` so importing it never downloads a price map. `warm_up(model)` imports it, and what
+its first request loads, ahead of that request (`magics.py` calls it on a background thread once a cloud id is picked
+or named). API keys come from the environment, as litellm reads them; none is ever written anywhere by boopiter. A
+reply that yields no token for `timeout` seconds is hung up: the watch (`stream.StallWatch`) shuts down the socket
+under the SDK's stream, found through httpx's `network_stream`.
 """
 
-__all__ = ['LitellmClient', 'import_litellm']
+__all__ = ['LitellmClient', 'import_litellm', 'warm_up']
 
-import os, socket, threading
+import logging, os, socket, threading
 from ..errors import BoopError, ModelError, ModelNotFound, ReplyBroken, ReplyStalled, Unreachable, install_hint
+from ..redact import register, register_environment
 from .stream import StallWatch
 from ..settings import EFFORTS, public_url
 
 _lock = threading.Lock()
+log = logging.getLogger('boopiter_ext')
 
 
 def import_litellm():
@@ -62,6 +66,8 @@ class LitellmClient:
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
         seconds without a token."""
         litellm, watch = import_litellm(), StallWatch(timeout)   # importing (seconds, once) is not waiting for a token
+        register_environment()   # the cloud keys litellm reads from the environment: masked in any fault that quotes one
+        register(api_key)
         return watch.follow(self._stream(litellm, model, messages, api_base, api_key, max_tokens, think, watch,
                                          where or (public_url(api_base) if api_base else model)))
 
@@ -128,3 +134,14 @@ def _causes(e):
         seen.append(e)
         e = getattr(e, 'original_exception', None) or e.__cause__ or e.__context__
     return seen
+
+
+def warm_up(model:str):
+    """Import litellm and load what its first request for `model` loads (its provider's code, the SDK's HTTP stack),
+    sending nothing: a mock reply, streamed as a prompt's is. After it, the first real request costs ~0.1 s, not ~2 s."""
+    litellm = import_litellm()
+    import httpcore, httpcore._sync.connection_pool, httpcore._sync.http11   # noqa: F401  the transport's first connection
+    try:
+        for _ in litellm.completion(model=model, messages=[{'role': 'user', 'content': 'warm'}], mock_response='warm',
+                                    stream=True): pass
+    except Exception as e: log.debug('boopiter_ext: litellm warm-up for %s: %s', model, e)   # the imports are what count

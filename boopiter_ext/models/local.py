@@ -38,7 +38,7 @@ def gguf_path()->Path|None:
 class LocalModel:
     "Starts, finds and stops the embedded model's server (one per kernel)."
     n_ctx = 4096        # of SmolLM2's 8192: ~245 MB resident instead of ~330 MB
-    max_tokens = 512    # default reply cap: the tiny model can ramble
+    max_tokens = 1024   # default reply cap: the tiny model can ramble (its answers run to ~600 tokens, a loop for ever)
     start_timeout = 120.0
 
     def __init__(self):

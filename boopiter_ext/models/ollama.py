@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 import requests
 from ..errors import ModelError, OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken
+from ..redact import register
 from ..context.messages import msg_text, msg_images
 from .routes import is_ollama_id, ollama_name, ollama_tag, split_endpoint
 from .stream import StallWatch
@@ -73,11 +74,12 @@ class OllamaClient:
     On a `shared` server (others' kernels use it too) the client remembers which models it loaded itself (`mine`: not in
     memory when it first asked for them), and `sync_ollama_loaded` unloads only those."""
     def __init__(self,
-                 host:str='',                 # `host:port` or URL; empty means 127.0.0.1:11434
+                 host:str=None,               # `host:port` or URL; None: `OLLAMA_HOST`; empty: 127.0.0.1:11434
                  timeout:float=300.0,         # Seconds to wait for the next token
                  connect_timeout:float=5.0,   # Seconds to wait for a connection
                  source:str='default',        # Where the host setting came from, for error messages
                  shared:bool=False):          # Others use this server: never unload a model this client did not load
+        if host is None: host, source = os.environ.get('OLLAMA_HOST', ''), 'OLLAMA_HOST' if source == 'default' else source
         self.url, self.timeout, self.connect_timeout, self.source = ollama_url(host), timeout, connect_timeout, source
         self.session, self.shared, self.fix = requests.Session(), shared, ''   # fix: where the host is set, for messages
         self._info, self._digests = {}, {}   # /api/show answers by digest (else name); digests by name
@@ -89,6 +91,7 @@ class OllamaClient:
     @api_key.setter
     def api_key(self, key):
         "Send `key` as a Bearer token (an Ollama behind an authenticating proxy); None sends none."
+        register(key)   # never shown: a fault that quotes it is masked
         if key: self.session.headers['Authorization'] = f'Bearer {key}'
         else: self.session.headers.pop('Authorization', None)
 
@@ -199,7 +202,12 @@ class OllamaClient:
     # -- memory: Ollama keeps every model it served resident until its keep-alive runs out
     def loaded(self)->list:
         "Names of the models Ollama holds in memory now (`/api/ps`)."
-        return [m.get('model') or m.get('name') for m in self._get('/api/ps').get('models', [])]
+        return [m.get('model') or m.get('name') for m in self.ps()]
+
+    def ps(self)->list:
+        "What Ollama holds in memory now (`/api/ps`): one dict per model (name, size, size_vram, expires_at, ...)."
+        models = self._get('/api/ps').get('models')
+        return [m for m in models if isinstance(m, dict)] if isinstance(models, list) else []
 
     def unload(self, name:str):
         """Free `name`'s memory now: `/api/generate` with `keep_alive: 0` (works where the `ollama` CLI is not installed).
@@ -289,7 +297,7 @@ class OllamaClient:
 
 def _client(client):
     "`client`, or a new client for `OLLAMA_HOST` that is closed after use."
-    return nullcontext(client) if client is not None else OllamaClient(os.environ.get('OLLAMA_HOST', ''))
+    return nullcontext(client) if client is not None else OllamaClient()
 
 
 def _warn(msg): warnings.warn(msg, RuntimeWarning, stacklevel=3)

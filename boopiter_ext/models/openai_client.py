@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from itertools import chain
 import requests
 from ..errors import BoopError, ModelError, ModelNotFound, ReplyBroken, Unreachable
+from ..redact import register
 from .stream import StallWatch
 from ..settings import EFFORTS, public_url
 
@@ -91,7 +92,9 @@ class OpenAIClient:
     def __exit__(self, *exc): self.close()
 
     @property
-    def _headers(self): return {'Authorization': f'Bearer {self.api_key}'} if self.api_key else {}
+    def _headers(self):
+        register(self.api_key)   # never shown: a fault that quotes it (a 401 repeating the key) is masked
+        return {'Authorization': f'Bearer {self.api_key}'} if self.api_key else {}
 
     @contextmanager
     def _errors(self, model=None, watch=None, streaming=False):

@@ -24,7 +24,9 @@ __all__ = ['Router', 'deaddrop_chat', 'auto_order', 'chat_capable']
 
 import logging, os, threading
 from ..errors import BoopError, NoModel, OllamaError, OllamaUnreachable, ReplyStalled, SettingsError, install_hint
-from .routes import LOCAL_ID, declared_vision, endpoint_of, ollama_name, ollama_tag, picked_model, route_kind, route_name, uses_litellm
+from ..redact import register
+from .routes import (LOCAL_ID, declared_vision, endpoint_of, ollama_id, ollama_name, ollama_tag, picked_model, route_kind,
+                     route_name, uses_litellm)
 from ..settings import public_url
 
 log = logging.getLogger('boopiter_ext')
@@ -165,7 +167,8 @@ class Router:
         if not os.environ.get(ep.api_key_env):
             raise SettingsError(f'`api_key_env = {ep.api_key_env}` (endpoint `{ep.name}`, {ep.where}) names an environment '
                                 'variable that is not set in the kernel.', setting='api_key_env')
-        return os.environ[ep.api_key_env]
+        register(key := os.environ[ep.api_key_env])   # masked wherever it would show: faults, replies, logs
+        return key
 
     def openai(self,
                base:str,        # The server's base URL, ending in `/v1` as a rule
@@ -197,7 +200,13 @@ class Router:
     def auto_model(self, settings)->tuple:
         """(model, why) that answers when none is picked: the first of `auto_order`, chosen once per kernel and kept
         while Ollama lists it; ('', why not) when Ollama has no chat model. `OllamaError` when it cannot be asked.
-        One `/api/tags` a call; `/api/show` only for models not seen before, `/api/ps` only when choosing afresh."""
+        One `/api/tags` a call; `/api/show` only for models not seen before, `/api/ps` only when choosing afresh.
+        The model is given by its id (`routes.ollama_id`): Ollama's `openai/x` is `ollama_chat/openai/x`, answered there."""
+        name, why = self._auto_name(settings)
+        return (ollama_id(name) if name else name), why
+
+    def _auto_name(self, settings)->tuple:
+        "(name as Ollama lists it, why) of `auto_model`."
         client = self.ollama(settings)
         models = client.models()
         with self._auto_lock: kept = self._auto.get(client.url)
@@ -284,6 +293,7 @@ class Router:
                 return self.endpoint(ep, settings).chat(name, messages, max_tokens=max_tokens, think=effort or None)
             from .ollama import keep_alive_value, think_value
             client = self.ollama(settings) if ep is None else self.endpoint(ep, settings)
+            if ep is not None: name = 'ollama_chat/' + name   # the endpoint's name whole (`chat` takes one prefix off)
             return client.chat(name, messages, think=think_value(effort, info),
                                keep_alive=keep_alive_value(settings['keep_alive']), num_ctx=num_ctx, max_tokens=max_tokens)
         if route == 'deaddrop': return deaddrop_chat(model, messages, settings, meta)
@@ -310,7 +320,8 @@ class Router:
                                 "settings.ini or with `%config BoopMagics.api_base = '...'`.", setting='api_base')
         if not os.environ.get(name): raise SettingsError(f'`api_key_env = {name}` names an environment variable '
                                                          'that is not set in the kernel.', setting='api_key_env')
-        return os.environ[name]
+        register(key := os.environ[name])
+        return key
 
     def close(self):
         "Close every HTTP session and stop the embedded model."

@@ -7,14 +7,20 @@
     route_name('@gpu1/qwen3:8b')      # 'endpoint': `qwen3:8b` on the server settings name `gpu1`
 
 A model on a named endpoint (`[boopiter.endpoint.NAME]` in a settings file) is `@NAME/MODEL`: `@` then the endpoint's
-name, a `/`, then the name the server knows the model by, whatever it holds (`@vllm/meta-llama/Llama-3.1-8B`). No
-litellm id and no Ollama name starts with `@`, so the prefix can never be mistaken for one; a notebook saves the id,
+name, a `/`, then the name the server knows the model by, whatever it holds (`@vllm/meta-llama/Llama-3.1-8B`,
+`@gpu1/openai/x`). No litellm id starts with `@`, so the prefix can never be mistaken for one; a notebook saves the id,
 and each reader's own settings say which server `NAME` is.
+
+An id is read by its shape alone, so an id a source lists must name that source whatever the model's name holds:
+the default Ollama host's model is its bare name only when that name has no `/` and does not start with `@`, else
+`ollama_chat/NAME` (`ollama_id`): Ollama's `openai/gpt-4o-mini` is `ollama_chat/openai/gpt-4o-mini`, never the cloud's
+`openai/gpt-4o-mini`; the `api_base` server's models are `openai/NAME` and a named endpoint's `@NAME/MODEL`, whatever
+NAME and MODEL hold.
 
 Plain string work, imported by everything that names a model and by no client: `router.Router` holds the clients.
 """
 
-__all__ = ['LOCAL_ID', 'is_ollama_id', 'ollama_name', 'ollama_tag', 'route_name', 'uses_litellm', 'picked_model',
+__all__ = ['LOCAL_ID', 'is_ollama_id', 'ollama_id', 'ollama_name', 'ollama_tag', 'route_name', 'uses_litellm', 'picked_model',
            'declared_vision', 'endpoint_id', 'split_endpoint', 'endpoint_of', 'route_kind']
 
 import fnmatch
@@ -27,6 +33,13 @@ _PREFIXES = ('ollama_chat/', 'ollama/')
 def is_ollama_id(model:str)->bool:
     "Whether `model` is served by the default Ollama host: a bare name, `ollama_chat/NAME`, `ollama/NAME` or `hf.co/...`."
     return model.startswith(_PREFIXES) or model.startswith('hf.co/') or '/' not in model and not model.startswith('@')
+
+
+def ollama_id(
+    name:str,  # A model's name as the default Ollama host lists it (`/api/tags`), whatever it holds
+)->str:        # The id that reaches exactly that model there
+    "The id of the default Ollama host's model `name`: the bare name when its shape says Ollama, else `ollama_chat/NAME`."
+    return name if '/' not in name and not name.startswith('@') else 'ollama_chat/' + name
 
 
 def endpoint_id(

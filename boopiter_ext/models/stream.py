@@ -16,9 +16,10 @@ second per 2 MB of text if that is longer), so showing a long reply costs time i
 `<think>` never closed keeps what arrived: at the end of the reply it becomes the answer, with a note.
 """
 
-__all__ = ['Reply', 'pump', 'StallWatch', 'STATUS_NOTES']
+__all__ = ['Reply', 'pump', 'StallWatch', 'STATUS_NOTES', 'watching']
 
-import threading
+import contextvars, threading
+from contextlib import contextmanager
 from time import monotonic
 from ..errors import ReplyStalled, ReplyTooLong
 
@@ -200,6 +201,17 @@ def pump(
     return reply
 
 
+_JOIN = contextvars.ContextVar('boopiter_watching', default=None)   # join(watch): `watching`'s
+
+
+@contextmanager
+def watching(join):
+    "In this block, every `StallWatch` a client makes is handed to `join(watch)` (a Stop can hang it up: `stop`)."
+    token = _JOIN.set(join)
+    try: yield
+    finally: _JOIN.reset(token)
+
+
 class StallWatch:
     """A deadline between tokens (and to the first one) for a streamed reply: every client wraps its events in it.
 
@@ -210,7 +222,8 @@ class StallWatch:
     def __init__(self,
                  timeout:float):  # Seconds without a token before hanging up; 0 or None waits for ever
         self.timeout, self.fired, self.last, self._hang_up = timeout or None, False, None, None
-        self._lock, self._done = threading.Lock(), threading.Event()
+        self._lock, self._done, self.stopped = threading.Lock(), threading.Event(), False
+        if (join := _JOIN.get()) is not None: join(self)
 
     @property
     def backstop(self)->float|None:
@@ -239,7 +252,16 @@ class StallWatch:
     def expired(self)->bool:
         "Whether the deadline has passed: read by the clock, so a failure it caused is a stall even before the watch wakes."
         last = self.last
-        return self.fired or bool(self.timeout) and last is not None and monotonic() - last >= self.timeout
+        return self.fired or self.stopped or bool(self.timeout) and last is not None and monotonic() - last >= self.timeout
+
+    def stop(self):
+        "Hang up now (the user's Stop, from any thread): the blocked read wakes; a stream not yet armed never starts."
+        with self._lock:
+            if self._done.is_set(): return
+            self.stopped = True
+            try:
+                if self._hang_up is not None: self._hang_up()
+            except (OSError, RuntimeError, ValueError): pass
 
     def stalled(self, model:str)->ReplyStalled:
         "The error for a stall, saying what to change if the model is only slow."

@@ -10,19 +10,21 @@ Math written as `\(...\)` or `\[...\]` becomes `$...$` and `$$...$$`, which Jupy
 VS Code and GitHub all render; code blocks keep their language tags, so they are highlighted.
 
 Model text is untrusted: Jupyter renders Markdown outputs of the running session as trusted HTML,
-scripts included. So the answer goes through `sanitize.safe_markdown` (rebuilt from its tokens, vetted by the
-nh3 allow-list sanitizer); while it streams, `sanitize.SafeStream` rebuilds only the part that is new. The rest
-of the Markdown is ours: fixed HTML around text escaped with `html.escape`, and code in fences nothing inside can
-close. Tool calls and their output are untrusted too, and are shown only inside such fences.
+scripts included. So the answer goes through `sanitize.safe_blocks` (rebuilt from its tokens, each top-level
+block vetted on its own by the nh3 allow-list sanitizer); while it streams, `sanitize.SafeStream` rebuilds only
+the part that is new. The frontend's data carries those blocks (`blocks`), which it renders one by one as they
+are; `text/markdown` has them joined. The rest of the Markdown is ours: fixed HTML around text escaped with
+`html.escape`, and code in fences nothing inside can close. Tool calls and their output are untrusted too, and
+are shown only inside such fences.
 """
 
 __all__ = ['reply_markdown', 'reply_plain', 'reply_metadata', 'reply_data', 'reply_bundle', 'safe_answer',
            'details_html', 'detail_rows', 'reasoning_label', 'round_bundle', 'loop_bundle', 'preview_bundle',
-           'summary_line', 'kept_line', 'MIME_KEY', 'REPLY_MIME']
+           'summary_line', 'kept_line', 'previous_html', 'MIME_KEY', 'REPLY_MIME']
 
 from html import escape
 from textwrap import indent
-from .sanitize import SafeStream, fence, inline_text, normalize, safe_markdown
+from .sanitize import SafeStream, fence, inline_text, normalize, safe_blocks
 from ..settings import EFFORTS
 from ..models.stream import STATUS_NOTES
 
@@ -111,6 +113,7 @@ def detail_rows(
     route, info = route or {}, reply.info
     answered = f'{info["answered_by"]} (dead drop)' if info.get('answered_by') else reply.model
     rows = [REUSED] if route.get('reused') else [kept_line(reply, route)] if route.get('kept') else []
+    if route.get('stale'): rows.insert(0, route['stale'])
     rows += [f'Model: {answered}' + (f' ({route["name"]} at {route["endpoint"]})' if route.get('endpoint') else '')
              + _picked_by(route),
              *[f'{label}: {info[k]}' for k,label in (('session', 'Session'), ('prompt_id', 'Prompt id')) if info.get(k)],
@@ -130,7 +133,9 @@ def detail_rows(
 def details_html(reply, route:dict=None, ledger:dict=None)->str:
     "The collapsed details block (`detail_rows` and the context ledger), as HTML that holds nothing but escaped text."
     items = ''.join(f'<li>{_h(r)}</li>' for r in detail_rows(reply, route, ledger)) + _ledger_html(ledger)
-    reused = 'reused · ' if (route or {}).get('reused') else 'kept · ' if (route or {}).get('kept') else ''
+    route = route or {}
+    reused = ('stale · ' if route.get('stale') else 'reused · ' if route.get('reused') else
+              'kept · ' if route.get('kept') else '')
     return (f'<details><summary>Reply details · {reused}{_h(summary_line(reply))}</summary>\n'
             f'<ul>{items}</ul>\n</details>')
 
@@ -158,44 +163,61 @@ def reply_markdown(
     reply,               # A `stream.Reply`
     route:dict=None,     # Where it was answered (see `detail_rows`)
     ledger:dict=None,    # The context ledger
-    answer:str=None,     # The answer made safe already (`safe_answer`); None: made here
+    answer:list=None,    # The answer's safe blocks already made (`safe_answer`); None: made here
 )->str:
     "The whole reply as Markdown: reasoning section, safe answer, details."
     out = [f'*↺ {inline_text(kept_line(reply, route))}*\n\n'] if (route or {}).get('kept') else []
+    if (route or {}).get('stale'): out.insert(0, f'*↻ {inline_text(route["stale"])}*\n\n')
     if ledger and ledger.get('warning'): out.append(f'*⚠ {inline_text(ledger["warning"])}*\n\n')
     if (reasoning := reply.reasoning.strip()): out.append(_reasoning_html(reply, reasoning))
-    out.append(safe_answer(reply) if answer is None else answer)
+    out.append('\n\n'.join(safe_answer(reply) if answer is None else answer))
     if reply.status == 'done' and reasoning and not reply.answer.strip():
         out.append('*(the model only reasoned and gave no answer; its reasoning is above)*')
     if reply.note: out.append(f'\n\n*({inline_text(reply.note)})*')
     if (m := _marker(reply)): out.append(f'\n\n{m}')
     if reply.status != 'streaming': out.append('\n\n' + details_html(reply, route, ledger))
+    if reply.status != 'streaming' and (prev := (route or {}).get('previous')): out.append('\n\n' + previous_html(prev))
     return ''.join(out)
 
 
-def safe_answer(reply, stream:SafeStream=None)->str:
-    "The answer as safe Markdown; while it streams, through `stream`, which rebuilds only what is new."
+def previous_html(prev:dict)->str:
+    "The reply a fresh answer replaced, folded: its text in a fence nothing inside can close (it is model text)."
+    by = f' · {prev["model"]}' if prev.get('model') else ''
+    return (f'<details><summary>{_h("Previous answer" + by)}</summary>\n\n{fence(normalize(prev["answer"]))}\n\n'
+            '</details>')
+
+
+def safe_answer(reply, stream:SafeStream=None)->list:
+    "The answer as safe Markdown blocks; while it streams, through `stream`, which rebuilds only what is new."
     answer = reply.answer.lstrip('\n')
-    return stream(answer) if stream is not None and reply.status == 'streaming' else safe_markdown(answer)
+    return stream.blocks(answer) if _streamed(reply, stream) else safe_blocks(answer)
+
+
+def _streamed(reply, stream)->bool: return stream is not None and reply.status == 'streaming'
 
 
 def reply_data(
     reply,               # A `stream.Reply`
     route:dict=None,     # Where it was answered (see `detail_rows`)
     ledger:dict=None,    # The context ledger
-    answer:str=None,     # The answer made safe already (`safe_answer`); None: made here
+    answer:list=None,    # The answer's safe blocks already made (`safe_answer`); None: made here
+    open_fence:bool=False,  # Whether the last block is a code fence the model has not closed yet (it streams)
 )->dict:                 # The `REPLY_MIME` data: what the frontend's reply view shows (its `ReplyData`)
-    "The reply as data for the frontend extension: the answer as safe Markdown it renders untrusted, the rest as text."
+    """The reply as data for the frontend extension: the answer as the safe blocks it renders one by one, untrusted
+    (`blocks`, each checked on its own; the whole is `text/markdown`'s), the rest as text."""
     route, reasoning = route or {}, reply.reasoning.strip()
-    d = dict(version=1, kind='reply', model=reply.model, status=reply.status, markdown=safe_answer(reply) if answer is None
+    d = dict(version=1, kind='reply', model=reply.model, status=reply.status, blocks=safe_answer(reply) if answer is None
              else answer, reasoning=reasoning, reasoning_label=reasoning_label(reply, reasoning) if reasoning else '',
              reasoning_streaming=_thinking(reply), reused=bool(route.get('reused')), summary=summary_line(reply),
              details=[] if reply.status == 'streaming' else
                      detail_rows(reply, route, ledger) + ([_ledger_head(ledger), *[f'  {i}' for i in _ledger_items(ledger)]]
                                                           if ledger and 'window' in ledger else []))
     kept = kept_line(reply, route) if route.get('kept') else ''   # also in `note`, which every frontend shows
-    extra = dict(finish_reason=reply.info.get('finish_reason'), note='; '.join(filter(None, [kept, reply.note])),
+    extra = dict(open=open_fence and reply.status == 'streaming', finish_reason=reply.info.get('finish_reason'),
+                 note='; '.join(filter(None, [kept, reply.note])),
                  warning=(ledger or {}).get('warning'), cell_id=route.get('cell_id'), kept=route.get('kept'),
+                 stale=route.get('stale'),   # a saved reply kept although its context changed: what changed
+                 previous=route.get('previous') if reply.status != 'streaming' else None,   # the reply this one replaced
                  ran_blocks=reply.info.get('ran_blocks'))   # the tool loop's: the frontend offers them no Run
     return {**d, **{k: v for k,v in extra.items() if v}}
 
@@ -223,11 +245,14 @@ def reply_metadata(reply, route:dict=None, ledger:dict=None)->dict:
               reasoning=reply.status != 'streaming' and reply.reasoning or None,   # for a reused reply to be drawn again
               note=reply.note or None, reused=route.get('reused'),
               kept=route.get('kept'),   # a saved reply kept: the model that would have answered now, and was not asked
+              stale=route.get('stale'),   # kept although its context changed: what changed since, and how to ask again
+              previous=route.get('previous'),   # the reply this one replaced ({model, answer}, bounded): recoverable
               tool_calls=info.get('tool_calls') or None,
               reasoning_s=None if reply.reasoning_s is None else round(reply.reasoning_s, 3))
     if (images := [r['size'] for r in (ledger or {}).get('image_records', []) if r['status'] == 'sent']): md['images'] = images
     # asked: the question as sent, its $`variables`' values included; later prompts send this turn as it was sent
-    if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped', 'warning', 'asked')
+    # cells: the fingerprint of the cells the context held (`replay.context_fingerprint`), for a rerun to say what changed
+    if ledger: md['context'] = {k: ledger[k] for k in ('tokens', 'window', 'clipped', 'dropped', 'warning', 'asked', 'cells')
                                 if k in ledger}
     return {MIME_KEY: {k: v for k,v in md.items() if v is not None}}
 
@@ -242,7 +267,8 @@ def reply_bundle(
 )->tuple:                   # (data, metadata)
     "(data, metadata) for a display: the frontend's data, Markdown and plain text, the answer made safe once."
     answer = safe_answer(reply, stream)
-    data = {REPLY_MIME: reply_data(reply, route, ledger, answer), 'text/plain': reply_plain(reply)}
+    data = {REPLY_MIME: reply_data(reply, route, ledger, answer, _streamed(reply, stream) and stream.open),
+            'text/plain': reply_plain(reply)}
     if markdown or reply.status != 'streaming': data['text/markdown'] = reply_markdown(reply, route, ledger, answer)
     return data, reply_metadata(reply, route, ledger)
 
@@ -308,6 +334,9 @@ def loop_bundle(result)->tuple:
 _REUSE_NOTES = {   # what running the cell for real would do instead of asking (`Assistant.reusable`)
     'saved': '. Run for real, it shows its saved reply to exactly this request and asks no model (`--fresh` asks)',
     'kept': '. Run for real, it keeps its saved reply by {by}, marked, and asks no model (`-m` or `--fresh` asks)',
+    'stale': '. Run for real, it keeps its saved reply, marked stale, and asks no model (`--fresh` asks). {why}',
+    'ask': '. Run for real, it asks the model again ({why}); the saved reply it replaces stays, folded, as the previous '
+           'answer',
     'replay': '. Run for real, the cassette answers: no model is asked'}
 
 
@@ -324,7 +353,7 @@ def preview_bundle(
             f'{_fmt_int(preview["reserve"])} kept for the reply; tools: {tools}'
             + (' (auto-run)' if preview['auto'] and preview['tools'] else '')
             + (f'; note: {route["note"]}' if route.get('note') else '')
-            + _REUSE_NOTES.get(preview.get('reuse'), '').format(by=preview.get('kept_from')))
+            + _REUSE_NOTES.get(preview.get('reuse'), '').format(by=preview.get('kept_from'), why=preview.get('why')))
     msgs = preview['messages']
     def one(m): return (f'{m["role"]} · ~{_fmt_int(estimate_tokens(msg_text(m)))} tokens'
                         + (f' · {len(msg_images(m))} image{"s" * (len(msg_images(m)) != 1)}' if msg_images(m) else ''))
@@ -332,7 +361,8 @@ def preview_bundle(
     md = (f'*{inline_text(head)}*\n\n<details><summary>{_h(_ledger_head(ledger))}</summary>\n<ul>'
           + ''.join(f'<li>{_h(i)}</li>' for i in _ledger_items(ledger)) + '</ul>\n</details>\n\n'
           + (f'*{inline_text("Images: " + images)}*\n\n' if images else '')
-          + '\n\n'.join(f'**{inline_text(one(m))}**\n\n{fence(normalize(msg_text(m)))}' for m in msgs))
+          + '\n\n'.join(f'<details><summary>{_h(one(m))}</summary>\n\n{fence(normalize(msg_text(m)))}\n\n</details>'
+                        for m in msgs))   # each message folded: a long context is a list of lines, not a wall
     ledger_text = '\n'.join([_ledger_head(ledger), *[f'  {i}' for i in _ledger_items(ledger)]])
     plain = '\n\n'.join([head, ledger_text, *[f'[{one(m)}]\n{msg_text(m)}' for m in msgs]])
     return {'text/markdown': md, 'text/plain': plain}, {MIME_KEY: {'preview': True}}

@@ -2,7 +2,7 @@ r"""Model Markdown made safe to render, by whatever renders it.
 
 A reply's Markdown is shown by renderers that trust it: JupyterLab and Notebook 7 render a live `text/markdown`
 output with marked and run the HTML in it, VS Code with markdown-it, GitHub and nbconvert with their own. So the
-model's text is never passed on as written, and never patched line by line. `safe_markdown` parses it once
+model's text is never passed on as written, and never patched line by line. `safe_blocks` parses it once
 (markdown-it-py: CommonMark, GFM tables and strikethrough, and math) and writes it out again from the tokens:
 
 - every run of text escaped, so no parser can read a tag, an entity, a link, a block or math into it; the few
@@ -16,18 +16,28 @@ model's text is never passed on as written, and never patched line by line. `saf
   table of contents), `\(...\)` and `\[...\]` math as `$...$` and `$$...$$` (JupyterLab, Notebook 7, VS Code
   and GitHub render those), money such as `$5` left as money.
 
-Then the result is rendered once more and handed to nh3, an allow-list HTML sanitizer (Rust's ammonia): if it
-would remove anything at all, the text is shown as a plain code block instead. Nothing of the reply can thus carry
-an element, attribute or URL that the allow-list does not name.
+It is written block by block: `safe_blocks` gives the top-level blocks, and each one, rendered once more on its own
+(as the frontend's reply view renders it), is handed to nh3, an allow-list HTML sanitizer (Rust's ammonia): if it
+would remove anything at all, the block loses its links, and failing that is shown as a plain code block. Nothing
+of the reply, alone or joined (`safe_markdown`), can thus carry an element, attribute or URL the allow-list does
+not name.
 
-    safe_markdown('**hi** <img src=x onerror=alert(1)>')    # '**hi** \\<img src=x onerror=alert(1)\\>'
+It never raises and costs time linear in the text for every construct: inline marks, links and lists are written
+without recursion (marks nested past `INLINE_DEPTH` and blocks nested past `MAX_NESTING`, which the parser would
+drop, are shown as plain text); math openers find their closers by lookup, not by scanning to the end; the
+parser's own work is metered (block quotes that rescan the text, link labels that never close: past the budget,
+plain text); and a text the parser itself fails on is shown as plain text.
+
+    safe_markdown('**hi** <img src=x onerror=alert(1)>')    # '**hi** &lt;img src=x onerror=alert(1)&gt;'
+    safe_blocks('# Plan\n\n- a\n- b')                       # ['**Plan**', '- a\n- b']
     stream = SafeStream()                                    # the same for a text that grows while it streams:
-    stream(partial); stream(longer)                          # finished blocks are rebuilt once, not per update
+    stream.blocks(partial); stream.blocks(longer)            # finished blocks are rebuilt once, not per update
 """
 
-__all__ = ['safe_markdown', 'SafeStream', 'fence', 'inline_text', 'vet_url', 'normalize']
+__all__ = ['safe_markdown', 'safe_blocks', 'SafeStream', 'fence', 'inline_text', 'vet_url', 'normalize']
 
 import gc, html, logging, re
+from bisect import bisect_left
 from contextlib import contextmanager
 from html.parser import HTMLParser
 
@@ -48,7 +58,8 @@ _LANG = re.compile(r'[\w+#.-]{1,40}')
 LAYOUT_BUDGET = 100_000   # lines the block quotes of one parse may scan, in all (see `_metered`)
 _MATHY = re.compile(r'[\\^_=+*/<>|]|\d')        # `\[Enter\]` and `- \[ \] todo` are prose, not math
 _C0 = ''.join(map(chr, range(0x21)))
-_md = _check_md = None
+_SPACE, _URLISH, _NONSPACE = re.compile(r'\s'), re.compile(r'[:.@]'), re.compile(r'\S')
+_md = _check_md = _cleaner = None
 
 
 def normalize(text:str)->str:
@@ -58,14 +69,48 @@ def normalize(text:str)->str:
 
 # ---- math: a markdown-it inline rule, so math is a token like code and nothing inside it is escaped
 
-def _math_end(src, start, close, limit):
+_CLOSERS = {'$$': re.compile(r'(?=\$\$)'), '$': re.compile(r'\$'), '\\)': re.compile(r'\\\)'), '\\]': re.compile(r'\\\]')}
+
+
+class _MathIndex:
+    """Where each thing the math rule looks for lies in one inline text, found once: an opener that never closes
+    costs a lookup, not a scan to the end (`\\[a=` repeated held a kernel 46 s for 390 KB)."""
+    def __init__(self, src):
+        self.src, self.closers = src, {}
+        self.ticks = [m.start() for m in re.finditer('`', src)]
+        self.links = [m.start() for m in re.finditer(r'\]\(', src)]
+        self.dollars = [m.start() for m in re.finditer(r'(?<!\\)\$', src)]   # what `body.replace('\\$', '')` keeps
+        blanks = [(m.start(), m.start() + len(m[1])) for m in re.finditer(r'(?=(\n[ \t]*\n))', src)]
+        self.blanks, self.blank_ends = [a for a, _ in blanks], [b for _, b in blanks]
+
+    def closer(self, close, start, limit)->int:
+        "The first `close` at or after `start` that is not escaped and ends by `limit`, or -1."
+        if close not in self.closers:
+            src = self.src
+            self.closers[close] = [i for i in (m.start() for m in _CLOSERS[close].finditer(src))
+                                   if src[i-1:i] != '\\' or src[i-2:i] == '\\\\']
+        at = self.closers[close]
+        k = bisect_left(at, start)
+        return at[k] if k < len(at) and at[k] + len(close) <= limit else -1
+
+    @staticmethod
+    def within(at, start, end, width=1)->bool:
+        "Whether something found at `at` (sorted positions), `width` characters long, lies between `start` and `end`."
+        k = bisect_left(at, start)
+        return k < len(at) and at[k] + width <= end
+
+    def blank(self, start, end)->bool:
+        "Whether a blank line lies between `start` and `end` (the first one after `start` ends first)."
+        k = bisect_left(self.blanks, start)
+        return k < len(self.blanks) and self.blank_ends[k] <= end
+
+
+def _math_end(state, start, close, limit):
     "Where the math opened just before `start` closes (`close` not escaped, no blank line before it), or -1."
-    i = start
-    while (i := src.find(close, i, limit)) >= 0:
-        if src[i-1] != '\\' or src[i-2:i] == '\\\\':
-            return -1 if re.search(r'\n[ \t]*\n', src[start:i]) else i
-        i += 1
-    return -1
+    index = getattr(state, 'boop_math', None)
+    if index is None or index.src is not state.src: index = state.boop_math = _MathIndex(state.src)
+    i = index.closer(close, start, limit)
+    return -1 if i < 0 or index.blank(start, i) else i
 
 
 def _math_rule(state, silent):
@@ -78,16 +123,18 @@ def _math_rule(state, silent):
         opener, close, display = '$', '$', False
     elif two in ('\\(', '\\['): opener, close, display = two, '\\' + {'(': ')', '[': ']'}[two[1]], two == '\\['
     else: return False
-    i = _math_end(src, pos + len(opener), close, end)
+    start = pos + len(opener)
+    i = _math_end(state, start, close, end)
     if i < 0: return False
-    body = src[pos+len(opener):i]
-    if opener == '$' and (body[-1:].isspace() or src[i+1:i+2].isdigit()): return False
-    if not body.strip() or '`' in body or '](' in body or body.endswith('\\') or '$' in body.replace('\\$', ''):
-        return False
-    if opener == '\\[' and not _MATHY.search(body): return False
+    index = state.boop_math   # each test below is a lookup or a scan that stops at the next opener: linear in all
+    if opener == '$' and (src[i-1:i].isspace() or src[i+1:i+2].isdigit()): return False
+    if (i == start or not _NONSPACE.search(src, start, i) or index.within(index.ticks, start, i)
+            or index.within(index.links, start, i, 2) or src[i-1] == '\\'
+            or (src[start] == '$' or index.within(index.dollars, start + 1, i))): return False
+    if opener == '\\[' and not _MATHY.search(src, start, i): return False
     if not silent:
         tok = state.push('math', 'math', 0)
-        tok.content, tok.markup = body, '$$' if display else '$'
+        tok.content, tok.markup = src[start:i], '$$' if display else '$'
     state.pos = i + len(close)
     return True
 
@@ -96,12 +143,29 @@ class _TooCostly(Exception):
     "Laying the text out would take the parser quadratic time: its block quotes rescan the same lines again and again."
 
 
+class _Unreadable(Exception):
+    "The parser itself failed on the text (markdown-it-py raises IndexError on `'> - <!--\\n>     x\\n>  '`)."
+
+
+def _read(parse, *args):
+    "`parse(*args)` of one of markdown-it's parsers; its own failures as `_Unreadable` (ours go on up as they are)."
+    try: return parse(*args)
+    except (_TooCostly, _TooCostlyInline): raise
+    except Exception as e: raise _Unreadable(repr(e)[:200]) from e
+
+
+class _TooCostlyInline(Exception):
+    "One paragraph's inline syntax would take the parser more steps than its length allows (link labels never closed)."
+
+
 def _metered(rule, budget):
     """markdown-it's block-quote rule with a meter. Each block quote it opens scans ahead to the next blank line (lazy
     lines included) before laying out what it holds, so `'> # h\nx\n' * n` costs n² line scans: 14 KB of it take
-    seconds. Each quote opened adds the lines up to that blank line to the parse's count; past `budget`, `_TooCostly`."""
+    seconds. Each quote opened adds the lines up to that blank line to the parse's count; past `budget`, `_TooCostly`.
+    A line that opens no quote (the rule's own first test) costs nothing: a tight list of 500 items is no quote."""
     def blockquote(state, start, end, silent):
-        if not silent:
+        pos = state.bMarks[start] + state.tShift[start]
+        if not silent and state.src[pos:pos+1] == '>' and state.sCount[start] - state.blkIndent < 4:
             if not hasattr(state, 'boop_blank'):   # per parse: the next blank line at or after each line
                 nxt, state.boop_scanned, state.boop_blank = state.lineMax, 0, [0] * (state.lineMax + 1)
                 for i in range(state.lineMax - 1, -1, -1):
@@ -114,19 +178,74 @@ def _metered(rule, budget):
     return blockquote
 
 
+_STEPS = '_boop_steps'   # the key, in a parse's env, of what the inline text being parsed may still cost
+STEPS_PER_CHAR, STEPS_MIN = 3, 2_000
+
+
+def _metered_inline(parser):
+    """markdown-it's inline parser with a meter. A link's or image's label is found by skipping token after token
+    up to its `]`; each `[` never closed scans on (nested ones down to `maxNesting`), so `![` repeated costs about a
+    millisecond a character. Every skipped token and every character tokenized counts against a budget of
+    `STEPS_PER_CHAR` per character of the paragraph; past it, `_TooCostlyInline`."""
+    skip, tokenize = parser.skipToken, parser.tokenize
+    def spend(state, n):
+        if (left := state.env.get(_STEPS)) is None: return
+        left[0] -= n
+        if left[0] < 0: raise _TooCostlyInline
+    def metered_skip(state):
+        spend(state, 1)
+        return skip(state)
+    def metered_tokenize(state):
+        spend(state, max(1, state.posMax - state.pos))
+        return tokenize(state)
+    parser.skipToken, parser.tokenize = metered_skip, metered_tokenize
+
+
+def _inline_rule(lenient):
+    """The core rule that parses each paragraph's inline text, within its budget. Past it, `lenient` (the reading
+    parser) keeps the paragraph as plain text; otherwise (the checking parser) `_TooCostlyInline` goes on up."""
+    def inline(state):
+        from markdown_it.token import Token
+        env = state.env
+        for token in state.tokens:
+            if token.type != 'inline': continue
+            env[_STEPS], token.children = [STEPS_PER_CHAR * len(token.content) + STEPS_MIN], []
+            try: state.md.inline.parse(token.content, state.md, env, token.children)
+            except _TooCostlyInline:
+                if not lenient: raise
+                token.children = [Token('text', '', 0, content=token.content)]
+            finally: env.pop(_STEPS, None)
+    return inline
+
+
 def _parser():
     "The CommonMark parser (markdown-it-py, imported on first use) that reads model text, math included."
     global _md
-    if _md is None: _md = _markdown_it({'html': True, 'maxNesting': 64}, math=True)
+    if _md is None: _md = _markdown_it({'html': True, 'maxNesting': MAX_NESTING}, math=True)
     return _md
 
 
-def _markdown_it(options, math=False):
-    "markdown-it-py for CommonMark with GFM tables and strikethrough, its block quotes metered, every link left to us."
+def _nesting_bounded(tokenize):
+    """markdown-it's block tokenizer, which at `maxNesting` skips to the end of the text, not of the container there:
+    `'1. ' * 40` swallowed every block after it, a top-level code fence included. This one skips what belongs to that
+    container only (its lines indented as deep as its content, and blank lines), as the nested call would have."""
+    def bounded(state, start, end, *rest):
+        if state.level < state.md.options.maxNesting: return tokenize(state, start, end, *rest)
+        line = start
+        while line < end and (state.isEmpty(line) or state.sCount[line] >= state.blkIndent): line += 1
+        state.line = line
+    return bounded
+
+
+def _markdown_it(options, math=False, lenient=True):
+    "markdown-it-py for CommonMark with GFM tables and strikethrough, metered, every link left to us."
     from markdown_it import MarkdownIt
     from markdown_it.rules_block import blockquote
     md = MarkdownIt('commonmark', options).enable(['table', 'strikethrough'])
+    md.block.tokenize = _nesting_bounded(md.block.tokenize)
     md.block.ruler.at('blockquote', _metered(blockquote, LAYOUT_BUDGET), {'alt': ['paragraph', 'reference', 'blockquote', 'list']})
+    md.core.ruler.at('inline', _inline_rule(lenient))
+    _metered_inline(md.inline)
     if math: md.inline.ruler.before('escape', 'math', _math_rule)
     md.validateLink = lambda url: True   # every destination reaches `vet_url` (or nh3), which decides
     return md
@@ -169,7 +288,9 @@ def _prose(s):
     out, pos = [], 0
     for m in _URL.finditer(s):
         url = m[0].rstrip('.,:;!?\'"*')
-        while url.endswith(')') and url.count(')') > url.count('('): url = url[:-1]
+        excess = url.count(')') - url.count('(')   # unbalanced closing parentheses end the sentence, not the URL
+        trail = len(url) - len(url.rstrip(')'))
+        if excess > 0: url = url[:len(url) - min(excess, trail)]
         if not url.lower().startswith(('http://', 'https://', 'www.')) or len(url) < 8: continue
         href = vet_url(url if '://' in url else 'http://' + url)
         if href is None: continue
@@ -201,32 +322,70 @@ def _allowed(u, image)->bool:
     return not (image and (u.startswith('//') or m))
 
 
-class _Writer:
-    "Markdown from a markdown-it syntax tree, every piece of it escaped or vetted."
-    def __init__(self, links=True): self.bullets, self.in_link, self.links, self.word = 0, False, links, ''
+class _Node:
+    "A block of the syntax tree: the token that opens it (or is all of it), and what it holds."
+    __slots__ = ('children', 'tok', 'type')
+    def __init__(self, type, tok): self.type, self.tok, self.children = type, tok, []
 
-    def blocks(self, nodes, sep='\n\n', prev=None)->str:
-        out = []
+
+def _tree(tokens)->list:
+    "The top-level blocks of markdown-it's flat block tokens, nested without recursion (inline tokens stay flat)."
+    root = _Node('root', None)
+    stack = [root]
+    for t in tokens:
+        if t.nesting == -1:
+            stack.pop()
+            continue
+        node = _Node(t.type[:-5] if t.nesting == 1 else t.type, t)
+        stack[-1].children.append(node)
+        if t.nesting == 1: stack.append(node)
+    return root.children
+
+
+class _TooDeep(Exception):
+    "Inline marks nested deeper than `INLINE_DEPTH`: other renderers would recurse that deep."
+
+
+MAX_NESTING = 64     # block nesting the reading parser follows; what it would drop deeper is shown as plain text
+INLINE_DEPTH = 32    # emphasis and links nested deeper: the paragraph is shown as plain text
+
+
+class _Writer:
+    """Markdown from markdown-it's tokens, every piece of it escaped or vetted; inline runs are written without
+    recursion, and blocks nest no deeper than `MAX_NESTING`. `lines`: the text's lines, for what the parser dropped."""
+    def __init__(self, links=True, lines=()): self.in_link, self.links, self.word, self.lines = False, links, False, lines
+
+    def blocks(self, nodes, sep='\n\n')->str:
+        out, prev = [], None
         for n in nodes:
-            s = self.block(n, prev)
-            if s is not None: out.append(s)
-            prev = n.type
+            if (s := self.block(n, prev)) is not None: out.append(s)
+            prev = s
         return sep.join(out)
 
     def block(self, n, prev=None)->str|None:
-        t = n.type
-        if t == 'paragraph': return self.inline(n.children[0]) if n.children else ''
+        "Block `n` as Markdown; `prev`: the Markdown of the block before it (a list after a list takes other markers)."
+        t, tok = n.type, n.tok
+        if t == 'paragraph': return self.inline(n.children[0].tok) if n.children else ''
         if t == 'heading':
-            inner = self.inline(n.children[0]) if n.children else ''
-            plain = not any(c.type in ('strong', 'em') for c in n.children[0].children) if n.children else True
+            if not n.children: return ''
+            inline = n.children[0].tok
+            inner = self.inline(inline)
+            plain = not any(c.type in ('strong_open', 'em_open') for c in inline.children or ())
             return f'**{inner}**' if inner and plain else inner
-        if t in ('fence', 'code_block'): return fence(n.content, n.info.split()[0] if n.info.split() else '')
-        if t == 'html_block': return fence(n.content, 'html')
+        if t in ('fence', 'code_block'): return fence(tok.content, tok.info.split()[0] if tok.info.split() else '')
+        if t == 'html_block': return fence(tok.content, 'html')
         if t == 'hr': return '***'
-        if t == 'blockquote': return self._prefix(self.blocks(n.children) or '', '> ', '> ')
+        if t == 'blockquote': return self._prefix(self._dropped(n) or self.blocks(n.children) or '', '> ', '> ')
         if t in ('bullet_list', 'ordered_list'): return self._list(n, prev)
         if t == 'table': return self._table(n)
         return None
+
+    def _dropped(self, n)->str:
+        """What markdown-it dropped of container `n`, nested as deep as it follows (it skips the rest of such a
+        container: `'> ' * 70 + 'text'` lost its text), as plain text in a fence; '' if it dropped nothing."""
+        if n.tok.level < MAX_NESTING - 1 or n.children or not n.tok.map: return ''
+        start, end = n.tok.map
+        return fence('\n'.join(self.lines[start:end]))
 
     @staticmethod
     def _prefix(body, first, rest):
@@ -234,31 +393,67 @@ class _Writer:
         return '\n'.join([(first + lines[0]).rstrip()] + [(rest + ln).rstrip() for ln in lines[1:]])
 
     def _list(self, n, prev):
-        tight = not any(p.type == 'paragraph' and not p.hidden for it in n.children for p in it.children)
-        self.bullets += prev == n.type   # two lists in a row stay two: alternate their markers
+        tight = not any(p.type == 'paragraph' and not p.tok.hidden for it in n.children for p in it.children)
+        m = _MARKER.match(prev or '')   # two lists in a row stay two: the second takes the other marker
+        if n.type == 'ordered_list': mark = ')' if m and m[2] == '.' else '.'
+        else: mark = '+' if m and m[1] == '-' else '-'
         sep, items = '\n' if tight else '\n\n', []
-        start = int(n.attrs.get('start', 1)) if n.type == 'ordered_list' else 0
+        start = int(n.tok.attrs.get('start', 1)) if n.type == 'ordered_list' else 0
         for k, item in enumerate(n.children):
-            if n.type == 'ordered_list': marker = f'{min(start + k, 999_999_999)}{".)"[self.bullets % 2]}'
-            else: marker = '-+'[self.bullets % 2]
-            body = self.blocks(item.children, sep)
+            marker = f'{min(start + k, 999_999_999)}{mark}' if n.type == 'ordered_list' else mark
+            body = self._dropped(item) or self.blocks(item.children, sep)
             items.append(self._prefix(body, marker + ' ', ' ' * (len(marker) + 1)) if body else marker)
         return sep.join(items)
 
     def _table(self, n):
         rows = [r for part in n.children for r in part.children]
         if not rows: return ''
-        def cell(c): return self.inline(c.children[0]).replace('\n', ' ') if c.children else ''
+        def cell(c): return self.inline(c.children[0].tok).replace('\n', ' ') if c.children else ''
         def line(r): return '| ' + ' | '.join(cell(c) for c in r.children) + ' |'
         align = {'text-align:left': ':--', 'text-align:center': ':-:', 'text-align:right': '--:'}
-        head = '| ' + ' | '.join(align.get(c.attrs.get('style', ''), '---') for c in rows[0].children) + ' |'
+        head = '| ' + ' | '.join(align.get(c.tok.attrs.get('style', ''), '---') for c in rows[0].children) + ' |'
         return '\n'.join([line(rows[0]), head, *map(line, rows[1:])])
 
-    def inline(self, node)->str:
+    def inline(self, tok)->str:
         "An inline run: text escaped, and at each line's start nothing that could begin a block."
-        self.word = ''
-        s = ''.join(self._inline(c) for c in node.children)
+        try: s = self._inline(tok.children or ())
+        except _TooDeep:   # as plain text: what other renderers would recurse into, nested this deep, is a DoS
+            self.in_link = False
+            s = self._inline([type(tok)('text', '', 0, content=tok.content)])
         return '\n'.join(self._line(ln) for ln in s.split('\n'))
+
+    def _inline(self, tokens)->str:
+        "The flat inline tokens written out with a stack of open marks, each mark's text appended once: linear."
+        self.word, out, stack, size = False, [], [], 0
+        for t in tokens:
+            if t.nesting == 1:
+                if len(stack) >= INLINE_DEPTH: raise _TooDeep
+                stack.append((t, len(out), size, self.in_link))
+                self.in_link = self.in_link or t.type == 'link_open'   # no autolink inside a link
+                out.append('')   # the opening mark, once known
+                continue
+            if t.nesting == -1:
+                if not stack: continue
+                opener, at, before, self.in_link = stack.pop()
+                s = self._close(opener, out, at, size > before)
+            else: s = self._leaf(t)
+            out.append(s)
+            size += len(s)
+        return ''.join(out)
+
+    def _close(self, t, out, at, inner)->str:
+        "Write the opening mark of `t` at `out[at]` and return its closing one; `inner`: whether it holds any text."
+        kind = t.type[:-5]
+        if kind in ('em', 'strong', 's'):
+            if not inner: return ''
+            out[at] = {'em': '*', 'strong': '**', 's': '~~'}[kind]
+            return out[at]
+        if kind != 'link': return ''
+        href = vet_url(t.attrs.get('href', '')) if self.links else None
+        if href is None: return ''
+        self.word = False   # the `<` of `(<...>)` ends any autolink
+        out[at] = '['
+        return f'{"" if inner else _text(href)}](<{href}>)'
 
     @staticmethod
     def _line(ln):
@@ -266,39 +461,29 @@ class _Writer:
         return _LINE_START.sub(lambda m: m[2][:-1] + '\\' + m[2][-1] if m[2][-1] in '#+=-' else m[2] + '\\', ln, 1)
 
     def _word(self, s):
-        "Remember the text since the last space: what a renderer's autolink could take for a URL and run on from."
-        self.word = re.split(r'\s', self.word + s)[-1]
+        "Remember whether the text since the last space holds `:`, `.` or `@`: a renderer's autolink could run on from it."
+        tail = _SPACE.split(s)
+        self.word = bool(_URLISH.search(tail[-1])) or (len(tail) == 1 and self.word)
         return s
 
-    def _inline(self, n)->str:
+    def _leaf(self, n)->str:
         t = n.type
         if t == 'text': return self._word(_prose(n.content) if self.links and not self.in_link else _text(n.content))
-        if t in ('softbreak', 'hardbreak'): self.word = ''
+        if t in ('softbreak', 'hardbreak'): self.word = False
         if t == 'softbreak': return '\n'
         if t == 'hardbreak': return '\\\n'
         if t == 'code_inline':   # autolinks (marked's, linkify's) run on past a backtick: code never touches a URL
-            space, self.word = ' ' if re.search(r'[:.@]', self.word) else '', ''
+            space, self.word = ' ' if self.word else '', False
             return space + _code_span(n.content)
         if t == 'math': return self._word(self._math(n))
         if t == 'html_inline': return self._word(_text(n.content))
-        self.in_link, was = self.in_link or t in ('link', 'image'), self.in_link   # no link inside a link
-        try: inner = ''.join(self._inline(c) for c in n.children)
-        finally: self.in_link = was
-        if t == 'em': return f'*{inner}*' if inner else ''
-        if t == 'strong': return f'**{inner}**' if inner else ''
-        if t == 's': return f'~~{inner}~~' if inner else ''
-        if t == 'link':
-            href = vet_url(n.attrs.get('href', '')) if self.links else None
-            if href is None: return inner
-            self.word = ''   # the `<` of `(<...>)` ends any autolink
-            return f'[{inner or _text(href)}](<{href}>)'
         if t == 'image':
             alt = _text(n.content)
             if not self.links: return f'🖼 {alt}'
-            if (src := vet_url(n.attrs.get('src', ''), image=True)) is not None: return f'![{alt}](<{src}>)'
-            if (href := vet_url(n.attrs.get('src', ''))) is not None: return f'[🖼 {alt or "image"}](<{href}>)'
-            return f'🖼 {alt}'
-        return inner
+            if (src := vet_url(n.attrs.get('src', ''), image=True)) is not None: return self._word(f'![{alt}](<{src}>)')
+            if (href := vet_url(n.attrs.get('src', ''))) is not None: return self._word(f'[🖼 {alt or "image"}](<{href}>)')
+            return self._word(f'🖼 {alt}')
+        return ''
 
     @staticmethod
     def _math(n):
@@ -321,13 +506,14 @@ class _Shape(HTMLParser):
         self.items = []
         self.feed(html)
         self.close()
+        self.items = [('t', ''.join(i[1])) if i[0] == 't' else i for i in self.items]
 
     def handle_starttag(self, tag, attrs): self.items.append(('<', tag, sorted((k, v or '') for k,v in attrs)))
     def handle_startendtag(self, tag, attrs): self.handle_starttag(tag, attrs)
     def handle_endtag(self, tag): self.items.append(('>', tag))
     def handle_data(self, data):
-        if self.items and self.items[-1][0] == 't': self.items[-1] = ('t', self.items[-1][1] + data)
-        else: self.items.append(('t', data))
+        if self.items and self.items[-1][0] == 't': self.items[-1][1].append(data)
+        else: self.items.append(('t', [data]))
     def handle_comment(self, data): self.items.append(('!', data))
     def handle_decl(self, decl): self.items.append(('!', decl))
     def handle_pi(self, data): self.items.append(('!', data))
@@ -339,49 +525,64 @@ def _no_fetch(tag, attr, value):
 
 
 def _render_check(md_text)->bool:
-    "Whether `md_text` renders (CommonMark, raw HTML allowed) to HTML that nh3's allow-list leaves exactly as it is."
-    global _check_md
-    import nh3
+    """Whether `md_text`, rendered alone (CommonMark, raw HTML allowed), is HTML that nh3's allow-list leaves exactly
+    as it is; Markdown the checking parser could not read within its budget does not pass."""
+    global _check_md, _cleaner
     if _check_md is None:   # nesting deeper than the reading parser's: nothing of what was kept can hide from the check
-        _check_md = _markdown_it({'html': True, 'maxNesting': 128, 'xhtmlOut': False})
-    html = _check_md.render(md_text)
-    clean = nh3.clean(html, tags=_TAGS, attributes=_ATTRS, url_schemes={'http', 'https', 'mailto'}, link_rel=None,
-                      strip_comments=True, filter_style_properties={'text-align'}, attribute_filter=_no_fetch)
+        import nh3
+        _check_md = _markdown_it({'html': True, 'maxNesting': 2 * MAX_NESTING, 'xhtmlOut': False}, lenient=False)
+        _cleaner = nh3.Cleaner(tags=_TAGS, attributes=_ATTRS, url_schemes={'http', 'https', 'mailto'}, link_rel=None,
+                               strip_comments=True, filter_style_properties={'text-align'}, attribute_filter=_no_fetch)
+    try: html = _read(_check_md.render, md_text)
+    except (_TooCostly, _TooCostlyInline, _Unreadable): return False
+    clean = _cleaner.clean(html)
     # mostly nh3 only re-serialises (`"` for `&quot;` in text, `&nbsp;`): then the strings agree, and that is enough
     if html.replace('&quot;', '"') == clean.replace('&quot;', '"').replace('&nbsp;', '\xa0'): return True
     return _Shape(html).items == _Shape(clean).items
 
 
-def _rebuild(text, env, prev, links=True)->str:
-    from markdown_it.tree import SyntaxTreeNode
-    return _Writer(links).blocks(SyntaxTreeNode(_parser().parse(text, dict(env))).children, prev=prev)
-
-
-def _safe_piece(text, env, prev)->str:
-    "One piece of normalized text rebuilt and checked; a destination nh3 will not take costs its link, not the piece."
+def _safe_block(node, lines, prev)->str:
+    """One top-level block written out and checked alone, as a frontend renders it: a destination nh3 will not take
+    costs the block its links; failing that, it is shown as plain text."""
     for links in (True, False):
-        with _no_gc(): ok = _render_check(out := _rebuild(text, env, prev, links))
-        if ok: return out
-    log.warning('boopiter_ext: a reply did not pass the HTML allow-list after rebuilding; shown as plain text')
-    return fence(text)
+        out = _Writer(links, lines).block(node, prev)
+        if not out or _render_check(out): return out
+    log.warning('boopiter_ext: a block of a reply did not pass the HTML allow-list after rebuilding; shown as plain text')
+    start, end = node.tok.map
+    return fence('\n'.join(lines[start:end]))
+
+
+def _safe_piece(text, env, prev)->list:
+    "The blocks of one piece of normalized text, each rebuilt and checked on its own."
+    with _no_gc():
+        try: nodes, out, lines = _tree(_read(_parser().parse, text, env)), [], None
+        except _Unreadable as e:
+            log.warning('boopiter_ext: the Markdown parser failed on a reply (%s); shown as plain text', e)
+            return [fence(text)] if text else []
+        for node in nodes:
+            lines = lines or text.split('\n')
+            if (block := _safe_block(node, lines, prev)): out.append(block)
+            prev = block or prev
+    return out
 
 
 def _blocks(text, env)->list:
     "(first line, type) of each top-level block of `text`, read by the block parser alone; definitions go to `env`."
     tokens = []
-    _parser().block.parse(text, _parser(), env, tokens)
+    _read(_parser().block.parse, text, _parser(), env, tokens)
     return [(t.map[0], t.type) for t in tokens if t.level == 0 and t.nesting >= 0 and t.map]
 
 
 def _pieces(text, env, size)->list:
-    "`text` cut at top-level block boundaries into pieces of about `size` characters: [(piece, type before it)]."
-    blocks, starts = _blocks(text, env), [0] + [m.end() for m in re.finditer('\n', text)]
-    out, begin, prev = [], 0, None
-    for (line, typ), (_, before) in zip(blocks[1:], blocks):
+    "`text` cut at top-level block boundaries into pieces of about `size` characters (a short one is read once)."
+    if len(text) <= size: return [text]
+    out, begin, starts = [], 0, [0] + [m.end() for m in re.finditer('\n', text)]
+    with _no_gc(): blocks = _blocks(text, env)
+    for line, _ in blocks[1:]:
         if starts[line] - begin >= size:
-            out.append((text[begin:starts[line]], prev))
-            begin, prev = starts[line], before
-    return out + [(text[begin:], prev)]
+            out.append(text[begin:starts[line]])
+            begin = starts[line]
+    return out + [text[begin:]]
 
 
 @contextmanager
@@ -394,36 +595,73 @@ def _no_gc():
         if was: gc.enable()
 
 
-def safe_markdown(
+def safe_blocks(
     text:str,        # Markdown written by a model (untrusted)
-    prev:str=None,   # The type of the block before `text`, if it continues a reply (two lists stay two)
+    prev:str=None,   # The safe block before `text`, if it continues a reply (a list after a list stays apart)
     size:int=1<<16,  # Rebuild at most about this many characters at a time: memory stays bounded however long
-)->str:              # Markdown that renders to nothing but allow-listed HTML, in any CommonMark or GFM renderer
-    "Rebuild untrusted Markdown from its tokens, escaped and vetted; nh3 checks the result, else less of it is kept."
-    text, env = normalize(text), {}
-    try: return '\n\n'.join(p for piece, before in _pieces(text, env, size) if (p := _safe_piece(piece, env, before or prev)))
+)->list:             # Its top-level blocks, each Markdown that renders alone to nothing but allow-listed HTML
+    "Rebuild untrusted Markdown from its tokens, block by block, escaped and vetted; nh3 checks each block alone."
+    text, env, out = normalize(text), {}, []
+    try:
+        for piece in _pieces(text, env, size): out += _safe_piece(piece, env, out[-1] if out else prev)
+        return out
+    except _Unreadable as e:
+        log.warning('boopiter_ext: the Markdown parser failed on a reply (%s); shown as plain text', e)
+        return [fence(text)] if text else []
     except _TooCostly:
         log.warning('boopiter_ext: a reply whose layout would take quadratic time (block quotes over %s lines) is shown '
                     'as plain text', f'{LAYOUT_BUDGET:,}')
-        return fence(text)
+        return [fence(text)] if text else []
+
+
+def safe_markdown(
+    text:str,        # Markdown written by a model (untrusted)
+    prev:str=None,   # The safe block before `text`, if it continues a reply (a list after a list stays apart)
+    size:int=1<<16,  # Rebuild at most about this many characters at a time: memory stays bounded however long
+)->str:              # Markdown that renders to nothing but allow-listed HTML, in any CommonMark or GFM renderer
+    "`safe_blocks` as one text: the blocks apart by blank lines, so a renderer reads the same blocks from it."
+    return '\n\n'.join(safe_blocks(text, prev, size))
+
+
+_OPENING = re.compile(r' {0,3}(`{3,}|~{3,})')
+_MARKER = re.compile(r'(?:([-+])|\d{1,9}([.)]))(?: |$)')   # a list's first marker, as `_Writer` writes it
+
+
+def _open_fence(lines)->bool:
+    "Whether `lines`, a fenced code block first, run to their end with that fence never closed."
+    m = _OPENING.match(lines[0]) if lines else None
+    if not m: return False
+    closing = re.compile(f' {{0,3}}{re.escape(m[1][0])}{{{len(m[1])},}}[ \\t]*$')
+    return not any(closing.match(ln) for ln in lines[1:])
 
 
 class SafeStream:
-    """`safe_markdown` of a text that only grows (a streaming reply): the blocks before the last one no longer
+    """`safe_blocks` of a text that only grows (a streaming reply): the blocks before the last one no longer
     change, so each is rebuilt and checked once and kept; each call rebuilds only the last block. A link
-    reference defined after its use resolves in the final, whole-text `safe_markdown`."""
-    def __init__(self): self.done, self.kept, self.prev, self.plain = 0, [], None, False   # done: characters kept
+    reference defined after its use resolves in the final, whole-text `safe_blocks`. `open` says whether the
+    last block is a code fence the text has not closed yet (the frontend may show it as plain growing code)."""
+    def __init__(self): self.done, self.kept, self.plain, self.open = 0, [], False, False   # done: characters kept
 
-    def __call__(self, text:str)->str:
-        tail = text[self.done:]
+    def blocks(self, text:str)->list:
+        "The safe blocks of `text`, which extends the text of the previous call."
+        tail, self.open = text[self.done:], False
         try:
             if self.plain: raise _TooCostly
-            with _no_gc(): blocks = _blocks(normalize(tail), {})
-        except _TooCostly:   # from here on, the rest is plain text: the next update would cost as much again
+            with _no_gc(): blocks = _blocks(norm := normalize(tail), {})
+        except (_TooCostly, _Unreadable):   # from here on, the rest is plain text: the next update would cost as much
             self.plain = True
-            return '\n\n'.join(self.kept + [fence(normalize(tail))])
-        if len(blocks) > 1:   # everything before the last block's first line is settled
-            cut = [m.end() for m in _NEWLINES.finditer(tail)][blocks[-1][0] - 1]
-            if (part := safe_markdown(tail[:cut], self.prev)): self.kept.append(part)
-            self.done, self.prev, tail = self.done + cut, blocks[-2][1], tail[cut:]
-        return '\n\n'.join(self.kept + [p for p in [safe_markdown(tail, self.prev)] if p])
+            return self.kept + ([fence(normalize(tail))] if tail else [])
+        # everything before the last block's first line is settled; before the one ahead of it if that is a list,
+        # whose end depends on how the next line turns out (`3` may become `3. item`)
+        last = blocks[-1][0] if blocks else 0
+        settled = blocks[-2][0] if len(blocks) > 1 and blocks[-2][1] in ('bullet_list', 'ordered_list') else last
+        self.open = bool(blocks) and blocks[-1][1] == 'fence' and _open_fence(norm.split('\n')[last:])
+        if settled:
+            cut = [m.end() for m in _NEWLINES.finditer(tail)][settled - 1]
+            self.kept += safe_blocks(tail[:cut], self.kept[-1] if self.kept else None)
+            self.done, tail = self.done + cut, tail[cut:]
+        return self.kept + safe_blocks(tail, self.kept[-1] if self.kept else None)
+
+    def __call__(self, text:str)->str:
+        "`blocks` as one text."
+        return '\n\n'.join(self.blocks(text))

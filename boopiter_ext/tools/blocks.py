@@ -4,18 +4,20 @@
 quotes, list items, lazy lines, HTML blocks and indented code included), so the code that may run is the code the
 user sees: a reply cut short never yields code, and a block nested deeper than `safe_markdown` shows is no block.
 Reading a reply is linear in its length. `_fences` gives every fenced block with its offsets (lenient.py reads the
-```tool_call and ```json ones).
+```tool_call and ```json ones). `cell_source` says how a block runs as a cell of a Python kernel (Python as it is, a
+shell script under `%%bash`, any other language not at all), and `shell_cells` gives a reply's shell blocks so.
 
     for code in python_blocks(reply):
         calls, problem = plan_calls(code, user_ns)
 """
 
-__all__ = ['python_blocks']
+__all__ = ['python_blocks', 'cell_source', 'shell_cells']
 
 import bisect, re
 from ..render.sanitize import normalize
 
 _PY_LANGS = {'python', 'py', 'python3', 'ipython'}
+_SHELL_LANGS = {'bash', 'sh', 'shell'}   # run by `%%bash` (a POSIX sh script runs in bash)
 _SHOWN = 64   # `safe_markdown` shows nothing nested this deep (markdown-it's maxNesting: a list item counts two)
 _MARKER = re.compile(r'[*+-]|(\d{1,9})[.)]')
 _ATX = re.compile(r'#{1,6}(?:[ \t]|$)')
@@ -300,3 +302,21 @@ def python_blocks(
     items too) and as `safe_markdown` shows it; a fence left open is not a block, nor one nested too deep to show."""
     return [code for lang,code,_,_,closed,depth in _fences(text) if closed and lang in _PY_LANGS and depth < _SHOWN]
 
+
+def cell_source(
+    lang:str,  # A fenced block's language: its info string's first word
+    code:str,  # The block's code
+)->str|None:   # The cell that runs it in a Python kernel; None: no cell does (the block is for copying)
+    """The source of a cell that runs `code` in an IPython kernel: Python as it is, a shell script under `%%bash`;
+    None for any other language (inserted as Python it would be a syntax error)."""
+    lang = lang.lower()
+    if lang in _PY_LANGS: return code
+    return '%%bash\n' + code if lang in _SHELL_LANGS else None
+
+
+def shell_cells(
+    text:str,  # A model's reply, in Markdown
+)->list:       # Each complete ```bash (sh, shell) block, as the `%%bash` cell that runs it, in order
+    "The complete shell blocks of `text` as CommonMark reads it (as `python_blocks` finds Python ones), each as a cell."
+    return [cell_source(lang, code) for lang,code,_,_,closed,depth in _fences(text)
+            if closed and lang in _SHELL_LANGS and depth < _SHOWN]

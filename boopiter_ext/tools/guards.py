@@ -9,8 +9,11 @@ the guards in order, each answering in text the model reads: an offered tool? ar
 annotations? for a tool with side effects (`INTENT_ATTR`), did the user's own prompt ask for it, and did the user
 confirm? The intent check reads only the user's text, never tool output: a document cannot grant itself
 permission. A value that leaves the machine (`OUTBOUND_ATTR`, such as `fetch_url`'s URL) goes unattended only when
-it was given to the model (`given`: the prompt, the variables it names, earlier results), never when the model
-composed it: a URL the model wrote could carry the notebook's data to a server, so it needs the user's consent.
+it was given to the model (`Given`: the prompt, the variables it names, what tools read from outside), never when the
+model composed it: a URL the model wrote could carry the notebook's data to a server, so it needs the user's consent.
+A tool's result is given only minus what the model put into it: every stretch that shares `GRAM` characters with
+text the model wrote (its calls' arguments, in every spelling a tool may echo them: quoted, escaped, URL-encoded,
+cased, across lines) is blanked before the result joins `Given`, unless that stretch was given already.
 Tool output is screened and quarantined by screening.py; calls written as JSON are recovered by lenient.py, so
 every call passes the same guards.
 
@@ -19,10 +22,12 @@ every call passes the same guards.
         for c in calls: status, msg = check_call(c, tools, prompt, confirm_by_input)
 """
 
-__all__ = ['INTENT_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS', 'Call', 'plan_calls', 'check_call',
-           'confirm_by_input', 'composed']
+__all__ = ['INTENT_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS', 'Call', 'Given', 'Withheld', 'plan_calls',
+           'check_call', 'confirm_by_input', 'composed', 'unwritten', 'written_grams']
 
-import ast, inspect, os, re, types, typing
+import ast, bisect, html, inspect, itertools, json, os, re, types, typing
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
+from ..redact import holds_secret
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -55,6 +60,12 @@ class Call:
         "The same for the same call with the same argument values (a model repeating itself)."
         kw = ', '.join(f'{k}={_canon(v)}' for k,v in sorted(self.kwargs.items()))
         return f'{self.name}({", ".join(map(_canon, self.args))}{"; " if kw else ""}{kw})'
+
+
+@dataclass(frozen=True)
+class Withheld:
+    "A notebook variable's place in the namespace a block may name, standing for a value never shown to the model."
+    why: str   # e.g. '`x` is defined only by a hidden cell'
 
 
 _RULE = 'a block runs by itself only when each line just calls an offered tool with literal arguments.'
@@ -112,10 +123,18 @@ def _dunder(node):
     return None
 
 
+def _secretive(name, v)->str:
+    "Why a variable's value may not go to a tool: it holds a secret under a secret's name, or shaped like a key; or ''."
+    return f'`{name}` holds a secret (`{where}`)' if (where := holds_secret(v)) else ''
+
+
 def _value(lines, node, ns):
     "(value, problem) for one argument: a literal, or a notebook variable's current value."
     if isinstance(node, ast.Name):
-        if node.id in ns: return ns[node.id], None
+        v = ns.get(node.id)
+        why = v.why if isinstance(v, Withheld) else _secretive(node.id, v) if node.id in ns else ''
+        if why: return None, f'line {node.lineno}: {why}, so it cannot be passed to a tool.'
+        if node.id in ns: return v, None
         return None, (f'line {node.lineno}: `{node.id}` is not a variable in the notebook: pass a literal value '
                       'or the name of a variable that exists.')
     kind, where = _kind(node)
@@ -300,6 +319,127 @@ def _written_in(value:str, text:str)->bool:
     return re.search(_BEFORE + re.escape(value) + _AFTER, text) is not None
 
 
+# ---- what the model was given: text from outside it, never what its own calls put into a tool's result
+
+GRAM = 5                 # characters: a stretch of a result this long that the model's own text holds is the model's
+_MAX_WRITTEN = 200_000   # characters of argument text a call may carry and its result still be given (grams cost memory)
+_MAX_LOOKUPS = 1_000     # stretches of one result looked up in the given text; past it, the rest are blanked unread
+_BLANK = '\x00'          # what a blanked stretch becomes: nothing a value can be written across
+_KEEP = re.compile(r'[^\s\u200b-\u200f\u2060\ufeff]+')   # what echoes are compared on: line breaks, indents, zero widths aside
+_URL_SAFE = ":/?#[]@!$&'()*+,;=%~"
+
+
+def _low(text):
+    "`text` in lower case, each character in its place (the few that lower to two characters stay as they are)."
+    low = text.lower()
+    return low if len(low) == len(text) else ''.join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _norm(text): return ''.join(_KEEP.findall(_low(text)))
+
+
+def _spellings(s:str)->set:
+    "The ways a tool may write back text it was given: as is, quoted or escaped, URL-encoded or decoded, casefolded."
+    forms = {s, s.casefold(), repr(s)[1:-1], json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1], html.escape(s),
+             html.unescape(s), s.encode('unicode_escape', 'replace').decode('ascii'), unquote(s), unquote_plus(s),
+             quote(s, safe=''), quote(s), quote_plus(s), quote(s, safe=_URL_SAFE)}
+    return forms | {html.escape(f) for f in (repr(s)[1:-1], json.dumps(s)[1:-1])}
+
+
+def _texts(v, depth=0):
+    "The text in an argument value: its strings (inside containers too, keys included), numbers as written, and reprs."
+    if isinstance(v, str): yield v
+    elif isinstance(v, (bytes, bytearray)): yield bytes(v).decode('latin-1')
+    elif isinstance(v, (int, float, complex)): yield repr(v)
+    elif isinstance(v, (list, tuple, set, frozenset, dict)) and depth < 20:
+        for x in ([y for kv in v.items() for y in kv] if isinstance(v, dict) else v): yield from _texts(x, depth + 1)
+        yield _canon(v)
+
+
+def written_grams(
+    values,                 # What the model wrote: a call's argument values
+    into:set=None,          # A set to add the grams to
+)->set|None:                # `into` with the `GRAM`-character pieces of every spelling; None if they are too much text
+    "The pieces of text the model wrote, normalised (lower case, no whitespace), in every spelling a tool may echo."
+    grams, texts, size = set() if into is None else into, [], 0
+    for t in (t for v in values for t in _texts(v)):
+        if (size := size + len(t)) > _MAX_WRITTEN: return None
+        texts.append(t)
+    for t in texts:
+        for f in _spellings(t):
+            n = _norm(f)
+            grams.update(n[i:i + GRAM] for i in range(len(n) - GRAM + 1))
+    return grams
+
+
+def _stretches(text, grams):
+    "[(start, end)] in `text` of the maximal stretches covered by pieces in `grams` (compared normalised)."
+    low = _low(text)
+    norm = ''.join(_KEEP.findall(low))
+    hits = [j for j in range(len(norm) - GRAM + 1) if norm[j:j + GRAM] in grams]   # the one loop over every character
+    if not hits: return []
+    covered = []
+    for j in hits:
+        if covered and j <= covered[-1][1]: covered[-1][1] = j + GRAM
+        else: covered.append([j, j + GRAM])
+    spans = [m.span() for m in _KEEP.finditer(low)]   # where each normalised piece is in `text`
+    keys = list(itertools.accumulate((b - a for a,b in spans), initial=0))
+    def at(j):
+        k = bisect.bisect_right(keys, j) - 1
+        return spans[k][0] + j - keys[k]
+    return [(at(a), at(b - 1) + 1) for a,b in covered]
+
+
+def unwritten(
+    text:str,       # A tool's result
+    grams:set,      # What the model wrote (`written_grams`)
+    given:str='',   # What the model was given already: a stretch found whole in it stays
+)->str:             # `text` with every stretch the model wrote blanked
+    "A tool's result minus what the model's own text put into it: the part of it that came from outside the model."
+    if not grams or len(text) < GRAM: return text
+    out, at, looked = [], 0, {}
+    for a,b in _stretches(text, grams):
+        piece = text[a:b]
+        if piece not in looked: looked[piece] = len(looked) < _MAX_LOOKUPS and piece in given
+        out += [text[at:a], piece if looked[piece] else _BLANK]
+        at = b
+    return ''.join(out + [text[at:]])
+
+
+class Given:
+    """What the model was given: text from outside it, that an outbound value may come from unattended. A tool's
+    result joins it minus what the model wrote into it (`unwritten`); a value the user confirmed sending joins whole."""
+    def __init__(self, *texts:str):
+        self.parts, self.grams, self.whole = [t for t in texts if t], set(), True
+        self._text = None
+
+    @property
+    def text(self)->str:
+        if self._text is None: self._text = '\n'.join(self.parts)
+        return self._text
+
+    def wrote(self, *values):
+        "Values the model wrote (a call's arguments): their echoes in results never count as given."
+        if self.whole and written_grams(values, self.grams) is None: self.whole = False
+
+    def replied(self, text:str, limit:int=100_000):
+        "The model's earlier answers (`show_cell` or a notebook's file may show them), their last `limit` characters."
+        n = _norm(text[-limit:])
+        self.grams.update(n[i:i + GRAM] for i in range(len(n) - GRAM + 1))
+
+    def add(self, result:str):
+        "A tool's result: given, but for the stretches the model wrote (none of it, once its calls carried too much)."
+        if self.whole: self._add(unwritten(result, self.grams, self.text))
+
+    def confirmed(self, value:str):
+        "A value the user agreed to send: theirs now (a page it fetched may be followed)."
+        if isinstance(value, str): self._add(value)
+
+    def _add(self, t):
+        self.parts.append(t)
+        self._text = None
+
+
 def check_call(
     call:Call,       # A planned call
     tools:dict,      # The offered tools: name -> function
@@ -326,8 +466,9 @@ def check_call(
     what = ', '.join(f'{p}={v!r}' for p,v in made)
     answer = confirm(call.name, bound) if confirm is not None else None
     if answer is None and made:
-        return 'declined', (f"error: {what} is not in the user's prompt, the variables it names or an earlier result, and "
-                            'no one could be asked to confirm sending it, so it was not sent. Use a value you were given.')
+        return 'declined', (f"error: {what} is not in the user's prompt, the variables it names or what a tool read (a "
+                            "tool repeating your own arguments does not count), and no one could be asked to confirm "
+                            'sending it, so it was not sent. Use a value you were given.')
     if answer is None: return 'declined', 'No one could be asked to confirm this action, so it was not performed.'
     if not answer and made: return 'declined', f'The user declined sending {what}. It was not sent.'
     if not answer: return 'declined', 'The user declined this action. It was not performed.'

@@ -17,11 +17,12 @@ import ast, contextlib, io, re
 from dataclasses import dataclass, field
 from ..context.build import fenced
 from ..errors import BoopError
-from .guards import check_call, plan_calls
+from .guards import OUTBOUND_ATTR, Given, check_call, plan_calls
 from .blocks import python_blocks
 from .screening import quarantine, screen_output
 from .lenient import recover_calls
-from ..context.messages import mk_msg
+from ..context.messages import mk_msg, msg_text
+from ..redact import scrub
 
 STOPS = ('answered', 'max rounds', 'repeating itself', 'truncated', 'context exceeded', 'cancelled', 'failed')
 RESULT_CHARS = 4000   # what one call's output may add to the conversation
@@ -104,29 +105,38 @@ class _Guards:
     namespace: dict
     confirm: object
     seen: dict = field(default_factory=dict)   # call key -> the round it was first proposed in
-    given: list = field(init=False)  # what the model was given: outbound values may come from it unattended
+    given: Given = field(init=False)  # what the model was given: outbound values may come from it unattended
 
     def __post_init__(self):
         "The prompt, and the text values of the variables it names (`fetch_url(page)` for 'the URL in `page`')."
         named = set(re.findall(r'[^\W\d]\w*', self.user_text or '')) & set(self.namespace)
-        self.given = [self.user_text or ''] + [v for k in sorted(named) if isinstance(v := self.namespace[k], str)]
+        self.given = Given(self.user_text or '', *(v for k in sorted(named) if isinstance(v := self.namespace[k], str)))
+
+    def ask(self, name, args):
+        "The user's word on a call; the outbound values they agree to send become theirs (a page's links may be followed)."
+        answer = self.confirm(name, args) if self.confirm is not None else None
+        for p in getattr(self.tools.get(name), OUTBOUND_ATTR, ()) if answer else ():
+            self.given.confirmed(args.get(p))
+        return answer
 
 
 def _call_step(call, rnd, g, recovered, run, block=''):
     "One call's step: a repeat, a guard's refusal, or (when `run`) its output, screened."
     step = Step(rnd, call.source, 'ok', name=call.name, recovered=recovered, block=block)
+    g.given.wrote(*call.args, *call.kwargs.values())   # their echo in any result is the model's own text
     if call.key() in g.seen:
         step.status, step.result = 'repeat', (f'error: identical call already made in round {g.seen[call.key()]}; '
                                               'use that result and answer.')
         return step
     g.seen[call.key()] = rnd
-    status, message = check_call(call, g.tools, g.user_text, g.confirm, given='\n'.join(g.given))
+    status, message = check_call(call, g.tools, g.user_text, g.ask, given=g.given.text)
     if status == 'ok' and not run: status, message = 'not run', 'not run: that was the last round; answer now.'
     elif status == 'ok': status, message = run_call(g.tools[call.name], call)
-    if (status == 'ok' or status.startswith('crashed')) and (flags := screen_output(message, g.tools)):
+    if (ran := status == 'ok' or status.startswith('crashed')): message = scrub(message)   # a key it read is not sent
+    if ran and (flags := screen_output(message, g.tools)):
         status, step.flags, message = 'flagged', flags, quarantine(message, flags)
     step.status, step.result = status, message
-    if step.ran: g.given.append(message)   # a page's links may be followed: the model did not compose them
+    if step.ran: g.given.add(message)   # a page's links may be followed; what the call itself wrote in it may not
     return step
 
 
@@ -164,6 +174,7 @@ def run_tool_loop(
     "Ask, run the guarded tool calls of the reply, hand back the results, and ask again, until a stop."
     if max_rounds < 1: raise ValueError('max_rounds must be at least 1')
     g, steps, reply = _Guards(tools, user_text, namespace or {}, confirm), [], None
+    g.given.replied('\n'.join(msg_text(m) for m in messages if m.get('role') == 'assistant'))   # earlier answers
     def done(stop, rnd, error=None): return LoopResult(stop, steps, rnd, reply, error)
     for rnd in range(1, max_rounds + 1):
         if rnd > 1 and fits is not None and not fits(messages): return done('context exceeded', rnd - 1)

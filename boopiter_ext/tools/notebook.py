@@ -2,9 +2,11 @@
 edits them.
 
 Reading works everywhere: the cells come from the notebook as its frontend shows it, else its saved file, with the
-outputs they have in this kernel. Adding and editing are side effects: the guards run them only when the user's
+outputs they have in this kernel; a hidden cell (`boop-hide`) is not there for the model: not listed, read, searched,
+nor a place to add below or edit. Adding and editing are side effects: the guards run them only when the user's
 prompt asked for it and (in auto mode) the user confirmed; then the frontend extension carries them out in the
-notebook itself, where Undo reverts them. An edit is refused if the cell changed since the model read it. Without
+notebook itself, where Undo reverts them. An edit is refused if the cell changed since the model read it: here when
+the kernel has heard of the change, else by the page, which is sent the text the model read (`expect`). Without
 the extension (a terminal, VS Code, a headless run) they are refused with one line: the `.ipynb` is never written
 behind a frontend's back.
 
@@ -13,7 +15,7 @@ behind a frontend's back.
 
 __all__ = ['notebook_source', 'EDIT_INTENT']
 
-from ..context.build import cell_text, prompt_text, reply_text
+from ..context.build import cell_text, is_hidden, prompt_text, reply_text
 from .guards import INTENT_ATTR
 
 EDIT_INTENT = (r'\b(add|insert|append|creat|writ|put|edit|chang|modif|updat|fix|replac|rewrit|renam|refactor|correct|'
@@ -41,19 +43,20 @@ def notebook_source(
 )->list:          # [list_cells, read_cell, search_notebook, add_cell, edit_cell]
     "The notebook's tools: three that read, two that change it through the frontend."
     seen = {}   # cell id -> its text as the model last read it: an edit must start from that
+    def visible(): return [c for c in cells() if not is_hidden(c)]   # a hidden cell is not there, for the model
 
     def find(cell):
-        cs = list(cells())
+        cs = visible()
         if isinstance(cell, int) and not isinstance(cell, bool):
             return cs[cell] if -len(cs) <= cell < len(cs) else None
-        return next((c for c in cs if c.cell_id == cell), None)
+        return next((c for c in cs if c.cell_id and c.cell_id == cell), None)   # `None` names no cell without an id
 
     def list_cells(
         pattern:str='',  # Only cells whose text contains this (any case)
     )->str:              # One `index · id · type · first line` row per cell
         "List the notebook's cells: their index, id, type and first line"
         pat, rows = str(pattern or '').lower(), []
-        for i,c in enumerate(cells()):
+        for i,c in enumerate(visible()):
             if pat and pat not in c.source.lower(): continue
             rows.append(f'{i} · {c.cell_id or "-"} · {c.kind} · {_first_line(c)}')
         if not rows: return '(no cells' + (f' containing {pattern!r})' if pat else ')')
@@ -78,7 +81,7 @@ def notebook_source(
         "Search every cell of the notebook for lines containing `text`"
         if not isinstance(text, str) or not text: return 'error: give the text to look for'
         want, out = text.lower(), []
-        for i,c in enumerate(cells()):
+        for i,c in enumerate(visible()):
             for line in c.source.splitlines():
                 if want not in line.lower(): continue
                 if len(out) == _MAX_MATCHES: return '\n'.join(out + [f'... stopped at {_MAX_MATCHES} matches; narrow it'])
@@ -116,6 +119,7 @@ def notebook_source(
         if c.cell_id not in seen: return f'error: read the cell first (read_cell({c.cell_id!r})): edits start from what you read'
         if seen[c.cell_id] != c.source:
             return f'error: cell {c.cell_id} changed since you read it; read it again before editing it'
-        return _change(dict(op='edit', cell=c.cell_id, source=source, expect=c.source))   # the frontend checks it too
+        # the page checks it too, against what the model read: the user may have typed since, unheard here yet
+        return _change(dict(op='edit', cell=c.cell_id, source=source, expect=seen[c.cell_id]))
 
     return [list_cells, read_cell, search_notebook, add_cell, edit_cell]

@@ -21,13 +21,14 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
 
 __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
-           'parse_selection', 'selection_setting', 'unofferable']
+           'parse_selection', 'selection_setting', 'unofferable', 'needs_consent']
 
-import builtins, inspect, keyword, logging, re
+import builtins, inspect, keyword, logging, re, typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 from .guards import INTENT_ATTR
+from ..context.build import Hidden
 from .kernel import _KERNEL_NAMES, _kernel_machinery, _mark, kernel_tools
 from .files import file_tools
 
@@ -58,13 +59,15 @@ class ToolContext:
     notebook: Callable = lambda: []                  # Zero-argument callable: every cell of the notebook, in order
     edit: Callable = None                            # edit(request) -> (ok, message), through the frontend; or None
     settings: dict = field(default_factory=dict)     # The resolved settings: a source reads its own keys (`web_allow`)
+    hidden: Callable = Hidden                        # Zero-argument callable: what the hidden cells hold (`Hidden`)
+    notebook_file: Callable = lambda: None           # Zero-argument callable: the open notebook's file, or None
     def __post_init__(self): self.root = Path(self.root)
 
 
 # ---- sources, selection and the notebook's own tools
 
-def _kernel_source(ctx): return kernel_tools(ctx.namespace, ctx.cells)
-def _files_source(ctx): return file_tools(ctx.root)
+def _kernel_source(ctx): return kernel_tools(ctx.namespace, ctx.cells, ctx.hidden)
+def _files_source(ctx): return file_tools(ctx.root, ctx.hidden)
 
 def _notebook_source(ctx):
     from .notebook import notebook_source
@@ -87,6 +90,9 @@ SOURCES = {  # name: (factory(ctx)->list of tools, selected by default, descript
     'pdf': (_pdf_source, False, "Read PDFs under the notebook's folder as text (needs pypdf: `pip install pypdf`)"),
 }
 DEFAULT_SELECTION = {name: default for name,(_,default,_) in SOURCES.items()}
+# Sources that act (change the notebook) or reach outside it (the network): only you may turn them on; a notebook or a
+# project's settings.ini may only propose them (core/consent.py). `files`, `kernel` and `pdf` read inside the folder.
+ACTS_OR_REACHES_OUT = {'notebook', 'web'}
 _NOTEBOOK = {}   # name: fn, the tools this process added with add_tool
 
 
@@ -95,11 +101,20 @@ def register_tool_source(
     factory:Callable,   # factory(ctx:ToolContext)->list of tools; give `ctx` a default if it works without one
     default:bool=False, # Whether the source is selected unless a selection says otherwise
     description:str='', # One line for the tools menu
+    acts_or_reaches_out:bool=True, # Whether it changes something or reaches outside the notebook's folder (the network,
+                                   # another program): then a notebook or a project may only propose it (consent.py)
 ):
     "Add (or replace) a tool source."
     if not callable(factory): raise TypeError(f'tool source {name!r}: the factory must be callable, not {factory!r}')
     SOURCES[name] = (factory, default, description)
     DEFAULT_SELECTION[name] = default
+    if acts_or_reaches_out: ACTS_OR_REACHES_OUT.add(name)
+    else: ACTS_OR_REACHES_OUT.discard(name)
+
+
+def needs_consent(name:str)->bool:
+    "Whether only you may turn on the tool source `name` (it acts or reaches out, or it is not known here)."
+    return name in ACTS_OR_REACHES_OUT or name not in SOURCES
 
 
 def _needs_ctx(factory):
@@ -198,7 +213,14 @@ def get_tool_list(
 _ANY = inspect.Signature([inspect.Parameter('args', inspect.Parameter.VAR_POSITIONAL)])   # a callable we cannot inspect
 _SIDE_EFFECT_NOTE = '# Changes something: call it only when the user asked for that, in their own words\n'
 
-def _anno(a): return a if isinstance(a, str) else inspect.formatannotation(a)
+def _anno(a):
+    if typing.get_origin(a) is typing.Annotated: a = typing.get_args(a)[0]   # its comment is the docment (`_ann_doc`)
+    return a if isinstance(a, str) else inspect.formatannotation(a)
+
+def _ann_doc(a):
+    "The first text in `Annotated[T, 'text']`: a parameter's docment where there is no source to read comments from."
+    if typing.get_origin(a) is not typing.Annotated: return None
+    return next((m for m in a.__metadata__ if isinstance(m, str)), None)
 def _oneline(s): return ' '.join(str(s).split())
 
 
@@ -223,7 +245,7 @@ def tool_signature(
     for i,p in enumerate(ps):
         if p.kind == p.KEYWORD_ONLY and (i == 0 or ps[i-1].kind not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)):
             lines.append('    *,')
-        lines.append(_param(p, docs.get(p.name)))
+        lines.append(_param(p, docs.get(p.name) or _ann_doc(p.annotation)))
         if p.kind == p.POSITIONAL_ONLY and (i+1 == len(ps) or ps[i+1].kind != p.POSITIONAL_ONLY): lines.append('    /,')
     ret = f'->{_anno(sig.return_annotation)}' if sig.return_annotation is not sig.empty else ''
     rdoc = f'  # {_oneline(docs["return"])}' if docs.get('return') else ''

@@ -4,28 +4,37 @@
  *   boopiter-ext:channels     the comm channel to boopiter in each notebook's kernel (IBoopChannels)
  *   boopiter-ext:menu         the brain menu, a settings-based notebook toolbar item ("boopiter-menu"),
  *                             and the command that opens it
- *   boopiter-ext:prompt-cells prompt cells: insert command, shortcut P, toolbar button, distinct look; the
- *                             kernel hears the notebook as shown just before one runs
+ *   boopiter-ext:prompt-cells prompt cells: insert command, shortcut P, toolbar button, distinct look; the first one
+ *                             brings the notebook's load cell; before one runs, boopiter is loaded if this kernel has
+ *                             not loaded it yet (no race with the queued cells), the kernel hears the notebook as
+ *                             shown, and its saved reply is kept until what replaces it exists
  *   boopiter-ext:cell-marks   the eye and the pin on every cell (the boop-hide and boop-pin tags), and their commands
  *   boopiter-ext:dry-run      a prompt cell's dry run: command and cell toolbar button, shown in a dialog
- *   boopiter-ext:renderers    the reply, binding and widget-placeholder mime renderers
+ *   boopiter-ext:renderers    the reply, binding, widget-placeholder, dry-run and fault mime renderers
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Clipboard, ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
-import { Cell } from '@jupyterlab/cells';
+import { Cell, CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, renderMarkdown } from '@jupyterlab/rendermime';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { CellMarks } from './cells/cellmarks';
+import { FAULT_RANK, faultRendererFactory } from './cells/faultrenderer';
+import { keepSavedReplies } from './cells/keep';
+import { ensureLoadCell, needsLoadCell, planCells, runLoadCell } from './cells/loadcell';
 import { IUndoableNotebook, oneUndoStep } from './cells/marks';
 import { PROMPT_MAGIC } from './cells/prompt';
 import { insertPromptCell, isPromptCell, PromptCells } from './cells/promptcells';
 import { hasTag, HIDE_TAG, PIN_TAG, toggleTag } from './cells/tags';
+import { BoopChannel } from './channel/channel';
 import { BoopChannels, IBoopChannels } from './channel/channels';
+import { setStopChannels } from './channel/stop';
 import { showDryRun } from './dryrun/dialog';
+import { PREVIEW_RANK, previewRendererFactory } from './dryrun/inline';
 import { dryRunIcon, promptIcon } from './icons';
 import { BrainMenuButton } from './menu/button';
+import { IMenuNotebook } from './menu/panel';
 import { bindingRendererFactory, REPLY_RANK, replyRendererFactory, WIDGET_RANK, widgetPlaceholderFactory } from './reply/renderers';
 
 export const INSERT_PROMPT = 'boopiter:insert-prompt';
@@ -54,12 +63,40 @@ function targetCell(panel: NotebookPanel | null, args: ReadonlyPartialJSONObject
   return panel.content.activeCell;
 }
 
+/**
+ * Load boopiter in `panel`'s notebook as a user would, and as any Jupyter can repeat: its own `%load_ext
+ * boopiter_ext` cell, put in once above the first prompt (or code) cell and run; a notebook that cannot be changed
+ * gets the silent load. `run` false: the cell only (the kernel has boopiter already).
+ */
+function loadInNotebook(panel: NotebookPanel, channel: BoopChannel, run = true): void {
+  channel.markUsed();
+  const cell = ensureLoadCell(panel);
+  if (!cell) {
+    void channel.load();
+  } else if (run && channel.state.phase !== 'ready') {
+    void channel.loadWith(() => runLoadCell(panel, cell));
+  }
+}
+
+/** What the brain menu does to `panel`'s notebook. */
+function menuNotebook(panel: NotebookPanel, channel: BoopChannel): IMenuNotebook {
+  return {
+    load: () => loadInNotebook(panel, channel),
+    needsLoadCell: () => !panel.isDisposed && needsLoadCell(planCells(panel)),
+    addLoadCell: () => loadInNotebook(panel, channel, channel.state.phase !== 'ready')
+  };
+}
+
 const channels: JupyterFrontEndPlugin<IBoopChannels> = {
   id: 'boopiter-ext:channels',
   description: "The comm channel to boopiter in each notebook's kernel.",
   autoStart: true,
   provides: IBoopChannels,
-  activate: () => new BoopChannels()
+  activate: () => {
+    const all = new BoopChannels();
+    setStopChannels(all); // the reply view's Stop goes to the kernel on its comm
+    return all;
+  }
 };
 
 const menu: JupyterFrontEndPlugin<void> = {
@@ -77,7 +114,8 @@ const menu: JupyterFrontEndPlugin<void> = {
   ) => {
     const buttons = new WeakMap<NotebookPanel, BrainMenuButton>();
     toolbars.addFactory<NotebookPanel>('Notebook', MENU_ITEM, panel => {
-      const button = new BrainMenuButton(channels.get(panel));
+      const channel = channels.get(panel);
+      const button = new BrainMenuButton(channel, menuNotebook(panel, channel));
       buttons.set(panel, button);
       return button;
     });
@@ -115,11 +153,8 @@ const promptCells: JupyterFrontEndPlugin<void> = {
           return;
         }
         const channel = channels.get(panel);
-        channel.markUsed();
-        if (channel.state.phase === 'absent') {
-          void channel.load();
-        }
-        await insertPromptCell(panel);
+        // the notebook records that it uses boopiter: its load cell, above this first prompt (run if not loaded yet)
+        await insertPromptCell(panel, () => loadInNotebook(panel, channel));
       }
     });
     palette?.addItem({ command: INSERT_PROMPT, category: CATEGORY });
@@ -134,8 +169,9 @@ const promptCells: JupyterFrontEndPlugin<void> = {
       panel.disposed.connect(() => cells.dispose());
       channels.get(panel); // the brain menu's channel connects as the notebook opens, shown or not
     });
-    // before the prompt's execute_request the kernel hears the notebook as shown (unsaved edits, tags), and, when it
-    // has not answered a hello yet (a Run All that loads boopiter above), the hello
+    // before the prompt's execute_request (this signal comes first, in the same task): boopiter loaded if this kernel
+    // has not loaded it yet, the notebook as shown (unsaved edits, tags), the hello if none was answered; and the
+    // cell's saved reply kept until what replaces it exists
     NotebookActions.executionScheduled.connect((_, { notebook, cell }) => {
       if (!isPromptCell(cell)) {
         return;
@@ -143,6 +179,9 @@ const promptCells: JupyterFrontEndPlugin<void> = {
       const panel = tracker.find(p => p.content === notebook);
       if (panel) {
         channels.get(panel).promptScheduled();
+      }
+      if (cell instanceof CodeCell) {
+        keepSavedReplies(cell);
       }
     });
   }
@@ -246,7 +285,8 @@ const dryRun: JupyterFrontEndPlugin<void> = {
                 markdownParser: rm.markdownParser,
                 shouldTypeset: true
               }),
-            copy: text => Clipboard.copyToSystem(text)
+            copy: text => Clipboard.copyToSystem(text),
+            expand: true // the dialog scrolls: every message open, as it always showed them
           },
           promptLabel(source)
         );
@@ -271,6 +311,8 @@ const renderers: JupyterFrontEndPlugin<void> = {
       }
     };
     rendermime.addFactory(widgetPlaceholderFactory(openMenu), WIDGET_RANK);
+    rendermime.addFactory(previewRendererFactory, PREVIEW_RANK); // %%prompt --dry-run in a cell, as the dialog shows it
+    rendermime.addFactory(faultRendererFactory, FAULT_RANK); // boopiter's faults as paragraphs; other errors as ever
   }
 };
 

@@ -2,6 +2,7 @@
 //
 //   node render.mjs < docs.json      # docs: a JSON list of Markdown strings
 //   -> a JSON list, one entry per doc: {"lab": [problems], "vscode": [problems]} (empty lists: nothing active)
+//   node render.mjs html < docs.json # the same, each entry with the HTML too: {"lab_html": ..., "vscode_html": ...}
 //
 // lab:    JupyterLab 4.6 / Notebook 7.6: math lifted out (removeMath), marked 16 with GFM and the two plugins
 //         JupyterLab loads, math put back (replaceMath); the HTML is then set as innerHTML, scripts run (trusted).
@@ -32,7 +33,7 @@ const ATTRS = { a: ['href', 'title', 'id'], img: ['src', 'alt', 'title'], code: 
 function scheme(url) {
   // what a browser reads: C0 controls and spaces trimmed, tabs and newlines removed anywhere
   const u = url.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '').replace(/[\t\n\r]/g, '');
-  if (u.startsWith('//')) return 'remote';
+  if (/^[\\/]{2}/.test(u)) return 'remote';   // a browser reads `\\host` and `/\host` as `//host`
   const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(u);
   return m ? m[1].toLowerCase() : '';
 }
@@ -72,6 +73,7 @@ function lab(source) {
   return replaceMath(marked.parse(parts.text, { gfm: true, async: false }), parts.math);
 }
 
+const withHtml = process.argv[2] === 'html';
 let input = '';
 for await (const chunk of process.stdin) input += chunk;
 const results = JSON.parse(input).map(doc => {
@@ -81,6 +83,7 @@ const results = JSON.parse(input).map(doc => {
       const html = render(doc);
       out[name] = check(html);
       if (out[name].length) out[name].push(`html: ${html.slice(0, 400)}`);
+      if (withHtml) out[`${name}_html`] = html;
     } catch (e) { out[name] = [`render failed: ${e}`]; }
   }
   return out;

@@ -7,7 +7,7 @@ sources, CSV and JSON data, the system's package logs, the notebooks in nbs/ (th
 run here for their real output (tracebacks, `System: Linux` lines, JSON), and a namespace of typical variables.
 """
 
-import json, platform, sys, sysconfig, traceback
+import json, sys, sysconfig, traceback
 from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path

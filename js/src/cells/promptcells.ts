@@ -67,17 +67,22 @@ function startsPrompt(cell: Cell): boolean {
   return isPromptSource(cell.model.sharedModel.getSource().slice(0, PROMPT_PREFIX));
 }
 
-/** Insert a prompt cell below the active cell and put the cursor on its second line, in edit mode. */
-export async function insertPromptCell(panel: NotebookPanel): Promise<Cell | null> {
+/**
+ * Insert a prompt cell below the active cell and put the cursor on its second line, in edit mode; `inserted()` runs
+ * right after the insertion, before the cursor moves (the first prompt cell's load cell goes in above it there).
+ */
+export async function insertPromptCell(panel: NotebookPanel, inserted: () => void = () => undefined): Promise<Cell | null> {
   const nb = panel.content;
   const model = nb.model;
   if (!model || nb.model?.readOnly) {
     return null;
   }
-  const index = nb.widgets.length ? nb.activeCellIndex + 1 : 0;
-  model.sharedModel.insertCell(index, { cell_type: 'code', source: PROMPT_TEMPLATE, metadata: { trusted: true } });
+  const at = nb.widgets.length ? nb.activeCellIndex + 1 : 0;
+  model.sharedModel.insertCell(at, { cell_type: 'code', source: PROMPT_TEMPLATE, metadata: { trusted: true } });
   nb.deselectAll();
-  nb.activeCellIndex = index;
+  nb.activeCellIndex = at;
+  inserted(); // the active cell stays the prompt cell, wherever it is now
+  const index = nb.activeCellIndex;
   const cell = nb.widgets[index];
   await nb.scrollToItem(index, 'auto');
   await cell.ready;

@@ -4,8 +4,11 @@
  *
  * While the comm is open it keeps the kernel's view of the notebook current (`notebook` messages, at most one
  * per `CELLS_DELAY_MS`, and one at once before a prompt cell runs), asks for dry runs, and carries out the
- * edits the model's notebook tools ask for (one undoable step each, answered with `edit_result`). It loads
- * boopiter when asked (the menu's "Load boopiter"), and saves the binding the kernel sends in the notebook's metadata.
+ * edits the model's notebook tools ask for (one undoable step each, answered with `edit_result`). It loads boopiter:
+ * through the notebook's own load cell (the menu's "Load boopiter", `loadWith`), or silently before a prompt cell in a
+ * kernel that has not loaded it yet (`promptScheduled`: the request precedes the cell's on the shell channel, so no
+ * Run All races it). It sends the reply view's Stop over the comm's subshell, and saves the binding the kernel sends
+ * in the notebook's metadata.
  */
 
 import { NotebookPanel } from '@jupyterlab/notebook';
@@ -47,18 +50,49 @@ export class BoopChannel extends KernelLink {
 
   /**
    * Load boopiter in the kernel, silently (`LOAD_CODE`: a later `%load_ext boopiter_ext` cell adopts that load
-   * quietly); the kernel then opens a comm to us.
+   * quietly); the kernel then opens a comm to us. Its request goes out now, synchronously: it reaches the kernel before
+   * any execute_request sent after this call.
    */
   async load(): Promise<void> {
     const kernel = this._kernel;
     if (!kernel || this._state.phase === 'loading' || this._state.phase === 'ready') {
       return;
     }
+    let done: Promise<KernelMessage.IExecuteReplyMsg>;
+    try {
+      done = kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false }, true).done;
+    } catch (e) {
+      this._dispatch({ type: 'load-failed', error: String(e) });
+      return;
+    }
+    await this._loading(kernel, done);
+  }
+
+  /**
+   * Load boopiter by running `run()`, the notebook's own load cell (`cells/loadcell.ts`): the menu's "Load boopiter"
+   * and the first prompt cell record the load in the notebook, so any Jupyter reruns it.
+   */
+  async loadWith(run: () => Promise<KernelMessage.IExecuteReplyMsg | null>): Promise<void> {
+    const kernel = this._kernel;
+    if (!kernel || this._state.phase === 'loading') {
+      return;
+    }
+    const reply = run().then(r => {
+      if (!r) {
+        throw new Error('the notebook has no kernel');
+      }
+      return r;
+    });
+    await this._loading(kernel, reply);
+  }
+
+  /** Follow a load under way in `kernel` to its end: the menu says "loading…", then what came of it. */
+  private async _loading(kernel: Kernel.IKernelConnection, done: Promise<KernelMessage.IExecuteReplyMsg>): Promise<void> {
     this._autoLoaded = true; // loaded once this kernel start: a later `%unload_ext` is not undone by itself
     this._dispatch({ type: 'load' });
     let reply: KernelMessage.IExecuteReplyMsg;
     try {
-      reply = await kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false }, true).done;
+      reply = await done;
     } catch (e) {
       if (kernel === this._kernel) {
         this._dispatch({ type: 'load-failed', error: String(e) });
@@ -78,7 +112,8 @@ export class BoopChannel extends KernelLink {
       return;
     }
     if (content.status !== 'ok') {
-      this._dispatch({ type: 'load-failed', error: `loading stopped (${content.status})` });
+      this._autoLoaded = false; // aborted behind an error: the next prompt loads it
+      this._dispatch({ type: 'load-failed', error: '' });
       return;
     }
     this.markUsed();
@@ -89,11 +124,33 @@ export class BoopChannel extends KernelLink {
     }
   }
 
+  /**
+   * The reply view's Stop: the kernel ends the reply streaming in cell `cellId` now (the cell ends without an error).
+   * False when it cannot hear it while the cell runs (no comm, or no subshell for it): then interrupt the kernel.
+   */
+  stop(cellId: string): boolean {
+    return this.onSubshell && this._send({ type: 'stop', cell_id: cellId });
+  }
+
+  /** The reply view's Ask again: the next run of prompt cell `cellId` asks the model (sent before that run); false if
+   * the kernel cannot hear it (no comm). */
+  fresh(cellId: string): boolean {
+    return this._send({ type: 'fresh', cell_id: cellId });
+  }
+
   /** Send picks; the kernel answers with a state and a binding. */
   pick(changes: BindingChanges): void {
     if (this._send({ type: 'pick', changes })) {
       this._dispatch({ type: 'pick', changes });
     }
+  }
+
+  /**
+   * The menu's Allow: accept `items`, what the notebook proposes as the menu showed them, for this notebook on this
+   * machine; the kernel answers with a state.
+   */
+  allow(items: string[]): void {
+    this._send({ type: 'allow', items });
   }
 
   /** Ask the kernel to list the models again. */
@@ -129,14 +186,18 @@ export class BoopChannel extends KernelLink {
 
   /**
    * A prompt cell is about to run (its execute_request goes out right after this call). The kernel hears the notebook
-   * as shown; if it has not answered a hello yet, the hello goes now, on a comm opened for it on the main shell.
+   * as shown; if it has not answered a hello yet, boopiter is loaded first (once a kernel start, unless a load is under
+   * way already: it is ahead in the queue), then the hello goes, on a comm opened for it on the main shell.
    */
   promptScheduled(): void {
     if (this._state.phase === 'ready') {
       this.sendCells();
-    } else {
-      this._knock();
+      return;
     }
+    if (!this._autoLoaded && this._state.phase !== 'unsupported') {
+      void this.load(); // no race: on the shell channel before the prompt (a restart, a reopened notebook, Run All)
+    }
+    this._knock();
   }
 
   /**

@@ -66,6 +66,12 @@ export abstract class KernelLink implements IDisposable {
     return !!this._comm && !this._comm.isDisposed;
   }
 
+  /** Whether the live comm's messages go over a subshell: the kernel reads them while a cell runs. */
+  get onSubshell(): boolean {
+    const comm = this._comm as (Kernel.IComm & { subshellId?: string | null }) | null;
+    return this.connected && this._held === null && !!comm?.subshellId;
+  }
+
   abstract dispose(): void;
 
   /** Send `msg` on the live comm (held, in order, until its subshell exists); false if there is none. */

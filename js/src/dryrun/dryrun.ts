@@ -14,6 +14,11 @@ export interface IDryRunOptions {
   renderMarkdown: (host: HTMLElement, source: string) => Promise<void>;
   /** Copy text to the clipboard. */
   copy?: (text: string) => void;
+  /**
+   * Show every message open (the dialog, which scrolls on its own); else each stays folded, as the kernel's Markdown
+   * has it (a dry run in a cell: a list to open, not a wall of text).
+   */
+  expand?: boolean;
 }
 
 /** The dialog's body: "building…", then the dry run or why there is none (plain DOM: unit-tested in jsdom). */
@@ -68,12 +73,17 @@ export class DryRunBody {
     try {
       if (preview.markdown) {
         await this._options.renderMarkdown(content, preview.markdown);
+        if (this._options.expand) {
+          // the first fold is the context ledger (a list of every cell): the messages come after it
+          const folds = Array.from(content.querySelectorAll(':scope > details')) as HTMLDetailsElement[];
+          folds.slice(1).forEach(d => (d.open = true));
+        }
       } else {
         const pre = document.createElement('pre');
         pre.textContent = preview.text || '(the kernel sent an empty dry run)';
         content.append(pre);
       }
-    } catch (e) {
+    } catch {
       const pre = document.createElement('pre');
       pre.textContent = preview.text;
       content.replaceChildren(pre);

@@ -2,7 +2,8 @@
  * The brain menu: a compact notebook toolbar button (which model answers, ⚠ when a source is offline)
  * that opens a popup panel with every pick boopiter offers. Each pick is a `pick` message; the
  * kernel answers with its new state and the binding, which the channel saves in the notebook.
- * Opening the panel while a source is offline lists the models again, so a server that came back shows.
+ * Opening the panel while a source is offline lists the models again, so a server that came back shows. While
+ * boopiter is not loaded, a click loads it (the notebook's own load cell, put in and run) and opens the panel.
  *
  * Keyboard: the button opens the panel and focuses it; Tab and Shift+Tab cycle inside it, arrow keys
  * move between controls (and within the model list and the effort group), Escape closes it and
@@ -15,15 +16,16 @@ import { el } from '../dom';
 import { brainIcon } from '../icons';
 import { hidden } from './controls';
 import { buttonLabel } from './labels';
-import { BrainMenuPanel } from './panel';
+import { BrainMenuPanel, IMenuNotebook } from './panel';
 
 let ids = 0;
 
 /** The toolbar item: a button that shows who answers and opens the panel. */
 export class BrainMenuButton extends Widget {
-  constructor(channel: BoopChannel) {
+  constructor(channel: BoopChannel, notebook: IMenuNotebook) {
     super();
     this._channel = channel;
+    this._notebook = notebook;
     this._panelId = `boop-menu-${++ids}`;
     this.addClass('boop-MenuItem');
     const b = (this._button = el('button', 'jp-ToolbarButtonComponent jp-Button jp-mod-minimal boop-MenuButton'));
@@ -44,19 +46,23 @@ export class BrainMenuButton extends Widget {
     return this._panel !== null;
   }
 
+  /** A click: open or close the panel; while boopiter is not loaded, load it too (one click, "Load boopiter"). */
   toggle(): void {
     if (this._panel) {
       this.close(true);
-    } else {
-      this.open();
+      return;
     }
+    if (this._channel.state.phase === 'absent') {
+      this._notebook.load();
+    }
+    this.open();
   }
 
   open(): void {
     if (this._panel || this.isDisposed) {
       return;
     }
-    this._panel = new BrainMenuPanel(this._channel, this._button, this._panelId, restore => this.close(restore));
+    this._panel = new BrainMenuPanel(this._channel, this._notebook, this._button, this._panelId, restore => this.close(restore));
     Widget.attach(this._panel, document.body);
     this._panel.place();
     this._panel.focusFirst();
@@ -113,6 +119,7 @@ export class BrainMenuButton extends Widget {
   }
 
   private _channel: BoopChannel;
+  private _notebook: IMenuNotebook;
   private _button: HTMLButtonElement;
   private _label: HTMLElement;
   private _warn: HTMLElement;

@@ -107,7 +107,6 @@ export function offlineLines(menu: MenuState): string[] {
   return Object.entries(menu.problems).map(([source, why]) => `${source}: ${why}`);
 }
 
-/** "answering: qwen3:8b (notebook binding) · 40,960-token context · 5.2 GB · models: 3 ollama, 1 local". */
 /** Who answers and why: `auto → X (why)` when the kernel chose by itself, else `X (why)`. */
 export function answeringText(a: Pick<Answering, 'model' | 'why' | 'auto'>): string {
   const auto = a.auto && a.model && a.why.startsWith('auto: ');
@@ -115,17 +114,25 @@ export function answeringText(a: Pick<Answering, 'model' | 'why' | 'auto'>): str
   return `${auto ? 'auto → ' : ''}${a.model || 'none available'}${why ? ` (${why})` : ''}`;
 }
 
+/**
+ * "answering: qwen3:8b (notebook binding) · 4,096-token context · 5.2 GB · models: 3 ollama, 1 local": the context is
+ * the window the next request asks for (what its reply details say), and the size is said once (the automatic
+ * choice's reason may give it already).
+ */
 export function statusLine(menu: MenuState): string {
   const a = menu.answering;
-  const bits = [`answering: ${answeringText(a)}`];
+  const who = answeringText(a);
+  const bits = [`answering: ${who}`];
   if (a.reasoning) {
     bits.push('reasoning');
   }
-  if (a.context_length) {
-    bits.push(`${formatInt(a.context_length)}-token context`);
+  const window = a.window ?? a.context_length;
+  if (window) {
+    bits.push(`${formatInt(window)}-token context`);
   }
-  if (a.size) {
-    bits.push(humanSize(a.size));
+  const size = humanSize(a.size);
+  if (size && !who.includes(size)) {
+    bits.push(size);
   }
   const counts = new Map<string, number>();
   for (const m of menu.models) {
@@ -139,7 +146,7 @@ export function statusLine(menu: MenuState): string {
 export interface ButtonLabel {
   text: string;
   title: string;
-  /** A source is offline, or the model that answers is: the button carries a ⚠. */
+  /** A source is offline, or the model that answers is, or the notebook proposes what you did not allow: a ⚠. */
   warn: boolean;
   /** Nothing to offer at all (no kernel, not Python). */
   idle: boolean;
@@ -174,14 +181,18 @@ export function buttonLabel(s: ChannelState): ButtonLabel {
       const picked = s.pending.some(p => 'model' in p) ? settings.model || menu.answering.model : menu.answering.model;
       const entry = menu.models.find(m => m.id === picked);
       const offline = Object.keys(menu.problems).length > 0 || !!entry?.offline;
+      const proposed = menu.consent.proposed.length > 0;
       const lines = [statusLine(menu), ...offlineLines(menu).map(l => `offline: ${l}`)];
+      if (proposed) {
+        lines.push(menu.consent.text);
+      }
       if (s.error) {
         lines.push(`error: ${s.error}`);
       }
       return {
         text: picked || 'no model',
         title: `boopiter · ${lines.join('\n')}`,
-        warn: offline || !!s.error,
+        warn: offline || proposed || !!s.error,
         idle: false
       };
     }

@@ -12,17 +12,50 @@ import { ChannelState, effectiveSettings } from '../channel/state';
 import { el } from '../dom';
 import { brainIcon } from '../icons';
 import { BindingChanges, MenuSettings, MenuState } from '../protocol/messages';
-import { actionButton, hidden, toggleButton } from './controls';
+import { actionButton, hidden } from './controls';
+import { appendInline } from './inline';
 import { offlineLines, statusLine, toolsSetting } from './labels';
-import { memorySection, modelSection, reasoningSection, toolsSection } from './sections';
+import {
+  consentSection,
+  loadCellSection,
+  memorySection,
+  modelSection,
+  reasoningSection,
+  repliesSection,
+  toolsSection
+} from './sections';
 
 const FOCUSABLE = 'button:not([disabled]), select:not([disabled]), input:not([disabled]), [tabindex="0"]';
 
+/** What the menu does to its notebook. */
+export interface IMenuNotebook {
+  /** Load boopiter: the notebook's load cell put in (once) and run. */
+  load(): void;
+  /** Whether the notebook has prompt cells and no load cell above them. */
+  needsLoadCell(): boolean;
+  /** Put the load cell in, above the first prompt cell. */
+  addLoadCell(): void;
+}
+
+/** A line of the kernel's (its little Markdown drawn as text and code: `inline.ts`), with a warning sign. */
+function warning(cls: string, text: string): HTMLElement {
+  const line = el('div', cls, '⚠ ');
+  appendInline(line, text);
+  return line;
+}
+
 /** The popup: built again from the channel's state on every change, focus kept on the same control. */
 export class BrainMenuPanel extends Widget {
-  constructor(channel: BoopChannel, anchor: HTMLElement, id: string, onClose: (restoreFocus: boolean) => void) {
+  constructor(
+    channel: BoopChannel,
+    notebook: IMenuNotebook,
+    anchor: HTMLElement,
+    id: string,
+    onClose: (restoreFocus: boolean) => void
+  ) {
     super();
     this._channel = channel;
+    this._notebook = notebook;
     this._anchor = anchor;
     this._onClose = onClose;
     this.id = id;
@@ -108,10 +141,10 @@ export class BrainMenuPanel extends Widget {
         return [head, el('p', 'boop-Menu-message', 'Loading boopiter in the kernel…')];
       case 'absent': {
         const msg = el('p', 'boop-Menu-message', 'boopiter is not loaded in this kernel.');
-        const load = actionButton('load', 'Load boopiter', 'Run %load_ext boopiter_ext in the kernel (silently)', 'boop-Menu-primary');
+        const load = actionButton('load', 'Load boopiter', 'Put a %load_ext boopiter_ext cell at the top of the notebook and run it', 'boop-Menu-primary');
         const out: HTMLElement[] = [head, msg, load];
         if (s.error) {
-          const err = el('p', 'boop-Menu-error', `⚠ ${s.error}`);
+          const err = warning('boop-Menu-error', s.error);
           err.setAttribute('role', 'alert');
           out.push(err);
         }
@@ -135,14 +168,22 @@ export class BrainMenuPanel extends Widget {
     status.setAttribute('aria-live', 'polite');
     status.append(el('div', 'boop-Menu-answering', statusLine(menu)));
     for (const line of offlineLines(menu)) {
-      status.append(el('div', 'boop-Menu-offline', `⚠ offline · ${line}`));
+      status.append(warning('boop-Menu-offline', `offline · ${line}`));
     }
     if (s.pending.length) {
       status.append(el('div', 'boop-Menu-pending', 'Waiting for the kernel…'));
     }
     const out: HTMLElement[] = [status];
+    const consent = consentSection(menu);
+    if (consent) {
+      out.push(consent);
+    }
+    const loadCell = loadCellSection(this._notebook.needsLoadCell());
+    if (loadCell) {
+      out.push(loadCell);
+    }
     if (s.error) {
-      const err = el('div', 'boop-Menu-error', `⚠ ${s.error}`);
+      const err = warning('boop-Menu-error', s.error);
       err.setAttribute('role', 'alert');
       out.push(err);
     }
@@ -150,14 +191,11 @@ export class BrainMenuPanel extends Widget {
       modelSection(this.id, menu, set),
       reasoningSection(this.id, menu, set),
       memorySection(this.id, menu, set),
-      toolsSection(this.id, menu, set)
+      toolsSection(this.id, menu, set),
+      repliesSection(this.id, set)
     );
     const footer = el('div', 'boop-Menu-footer');
-    footer.append(
-      toggleButton('reuse', 'Reuse saved replies', set.reuse,
-        'Show the saved reply again when a prompt asks exactly what it asked before (off: every prompt asks the model)'),
-      actionButton('refresh', '⟳ Refresh', 'List the models again')
-    );
+    footer.append(actionButton('refresh', '⟳ Refresh', 'List the models again'));
     out.push(footer);
     return out;
   }
@@ -175,10 +213,17 @@ export class BrainMenuPanel extends Widget {
     }
     const set = effectiveSettings(this._channel.state);
     if (t.dataset.action === 'load') {
-      this._channel.markUsed();
-      void this._channel.load();
+      this._notebook.load();
+    } else if (t.dataset.action === 'add-load-cell') {
+      this._notebook.addLoadCell();
+      this.render();
     } else if (t.dataset.action === 'refresh') {
       this._channel.refresh();
+    } else if (t.dataset.action === 'allow') {
+      const proposed = this._channel.state.menu?.consent.proposed ?? [];
+      if (proposed.length) {
+        this._channel.allow(proposed);
+      }
     } else if (t.dataset.toggle && set) {
       const key = t.dataset.toggle as 'reasoning' | 'auto' | 'reuse';
       this._pick({ [key]: !set[key] });
@@ -324,6 +369,7 @@ export class BrainMenuPanel extends Widget {
   };
 
   private _channel: BoopChannel;
+  private _notebook: IMenuNotebook;
   private _anchor: HTMLElement;
   private _onClose: (restoreFocus: boolean) => void;
 }

@@ -1,8 +1,12 @@
-/** The sections of the brain menu's panel, one per kind of pick: the model, reasoning, memory, tools. */
+/**
+ * The sections of the brain menu's panel, one per kind of pick: the model, reasoning, memory, tools; and, above them,
+ * what the notebook proposes beyond what you allowed, with the button that accepts it.
+ */
 
 import { el } from '../dom';
 import { MenuSettings, MenuState, ModelEntry } from '../protocol/messages';
-import { hidden, selectControl, toggleButton } from './controls';
+import { actionButton, hidden, selectControl, toggleButton } from './controls';
+import { plainInline } from './inline';
 import { capabilities, contextLabel, humanSize, modelDescription } from './labels';
 
 /** A section with its label; the label's id names the section's list for assistive technology. */
@@ -50,7 +54,7 @@ export function modelSection(panelId: string, menu: MenuState, set: MenuSettings
       if (entry.offline) {
         li.classList.add('boop-mod-offline');
         li.append(el('span', 'boop-Menu-offlineMark', '⚠ offline'));
-        li.title = `offline: ${entry.offline}`;
+        li.title = `offline: ${plainInline(entry.offline)}`;
       } else if (entry.note) {
         li.title = entry.note;
       }
@@ -84,6 +88,13 @@ export function reasoningSection(panelId: string, menu: MenuState, set: MenuSett
   const efforts = menu.options.efforts.length ? menu.options.efforts : [['auto', ''], ['L', 'l'], ['M', 'm'], ['H', 'h']];
   const current = ['l', 'm', 'h', 'off'].includes(set.think) ? set.think : '';
   const names: { [k: string]: string } = { '': "the model's default effort", l: 'low effort', m: 'medium effort', h: 'high effort', off: 'no reasoning' };
+  // the effort is the reasoning model's: it applies, and can be picked, while reasoning is on
+  const why = none ? 'No reasoning model is listed: pull a thinking model to pick an effort'
+    : !set.reasoning ? 'The effort applies while reasoning is on: switch on "Use reasoning model" first' : '';
+  if (why) {
+    effort.setAttribute('aria-disabled', 'true');
+    effort.title = why;
+  }
   for (const [label, value] of efforts) {
     const b = el('button', 'boop-Menu-chip');
     b.type = 'button';
@@ -91,12 +102,12 @@ export function reasoningSection(panelId: string, menu: MenuState, set: MenuSett
     const on = value === current;
     b.setAttribute('aria-checked', String(on));
     b.setAttribute('aria-label', `effort ${label}: ${names[value] ?? value}`);
-    b.title = names[value] ?? value;
+    b.title = why || (names[value] ?? value);
     b.tabIndex = on ? 0 : -1;
     b.dataset.key = `think:${value}`;
     b.dataset.think = value;
     b.append(hidden(el('span', 'boop-Menu-mark', on ? '✓' : '')), el('span', '', label));
-    b.disabled = none;
+    b.disabled = !!why;
     effort.append(b);
   }
   select.querySelector('select')!.disabled = none;
@@ -151,5 +162,48 @@ export function toolsSection(panelId: string, menu: MenuState, set: MenuSettings
   if (menu.offered_tools.length) {
     section.append(el('div', 'boop-Menu-hint', `offered: ${menu.offered_tools.join(', ')}`));
   }
+  return section;
+}
+
+/** Replies: whether a prompt that asks exactly what it asked before shows its saved reply again. */
+export function repliesSection(panelId: string, set: MenuSettings): HTMLElement {
+  const [section] = labelledSection(panelId, 'Replies');
+  const row = el('div', 'boop-Menu-row');
+  row.append(toggleButton('reuse', 'Reuse saved replies', set.reuse,
+    'Show the saved reply again when a prompt asks exactly what it asked before (off: every prompt asks the model)'));
+  section.append(row);
+  return section;
+}
+
+/**
+ * A notebook whose prompt cells have no `%load_ext boopiter_ext` cell above them runs only where this extension loads
+ * boopiter: a line that says so, and one click to add the cell (null when it has one, or no prompt cell).
+ */
+export function loadCellSection(needed: boolean): HTMLElement | null {
+  if (!needed) {
+    return null;
+  }
+  const section = el('div', 'boop-Menu-loadcell');
+  const text = el('div', 'boop-Menu-loadcellText');
+  text.append('⚠ No ', el('code', '', '%load_ext boopiter_ext'),
+    ' cell above the prompt cells: other Jupyters (nbclient, papermill, VS Code) cannot rerun this notebook.');
+  section.append(text, actionButton('add-load-cell', 'Add the load cell', 'Put a %load_ext boopiter_ext cell above the first prompt cell'));
+  return section;
+}
+
+/**
+ * What the notebook (or its project's settings.ini) proposes beyond what you allowed, and one click to accept it for
+ * this notebook on this machine; null when it proposes nothing more. The text is the kernel's, set as text.
+ */
+export function consentSection(menu: MenuState): HTMLElement | null {
+  const c = menu.consent;
+  if (!c.proposed.length) {
+    return null;
+  }
+  const section = el('div', 'boop-Menu-consent');
+  section.setAttribute('role', 'alert');
+  const where = c.notebook ? `${c.notebook} on this machine` : 'this kernel (the notebook file is not known)';
+  const allow = actionButton('allow', 'Allow for this notebook', `Accept it for ${where}`, 'boop-Menu-primary');
+  section.append(el('div', 'boop-Menu-consentText', `⚠ ${c.text}`), allow);
   return section;
 }

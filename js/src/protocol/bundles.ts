@@ -21,7 +21,14 @@ export interface ReplyData {
   model: string;
   status: ReplyStatus;
   finish_reason?: string;
-  markdown: string;
+  /**
+   * The answer as the kernel made it safe: its top-level blocks, each rebuilt and checked by the kernel's sanitizer
+   * on its own, rendered one by one as they are (never split again). A saved reply of an older version (or one
+   * written by hand) has only `markdown`: that is one block.
+   */
+  blocks: string[];
+  /** The last block is a code fence the model has not closed yet (the reply still streams). */
+  open: boolean;
   reasoning: string;
   reasoning_label: string;
   reasoning_streaming: boolean;
@@ -30,11 +37,20 @@ export interface ReplyData {
   reused: boolean;
   /** A saved reply kept although another model answers now: that model's id. */
   kept?: string;
+  /** A saved reply kept although its context changed since it was made: what changed, and how to ask again. */
+  stale?: string;
+  /** The reply this one replaced (asked again), kept to recover it. */
+  previous?: PreviousReply;
   summary: string;
   details: string[];
   cell_id?: string;
   /** Python blocks of this answer the tool loop (auto mode) ran already: offered without "Insert and run". */
   ran_blocks?: string[];
+}
+
+export interface PreviousReply {
+  model: string;
+  answer: string;
 }
 
 export interface ToolStep {

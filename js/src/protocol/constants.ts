@@ -12,9 +12,10 @@ export const WIDGET_MIME = 'application/vnd.boopiter.widget+json';
 /** The notebook metadata key: `{binding?: Binding}`; its presence means the notebook uses boopiter. */
 export const METADATA_KEY = 'boopiter';
 /**
- * What the menu's "Load boopiter" runs (silently): `%load_ext boopiter_ext`, except that the notebook's own later
- * `%load_ext boopiter_ext` cell adopts this load quietly instead of printing "already loaded" on every Run All
- * (`boopiter_ext._frontend_load`; a kernel with an older boopiter_ext gets the plain `%load_ext`).
+ * What the page runs (silently) to load boopiter without a cell: before a prompt cell in a kernel that has not loaded
+ * it, and for a notebook that used it before. `%load_ext boopiter_ext`, except that the notebook's own later
+ * `%load_ext boopiter_ext` cell adopts this load quietly (`boopiter_ext._frontend_load`; a kernel with an older
+ * boopiter_ext gets the plain `%load_ext`). The menu's "Load boopiter" runs the notebook's own load cell instead.
  */
 export const LOAD_CODE =
   '(lambda m, ip: m._frontend_load(ip) if hasattr(m, "_frontend_load") else ' +

@@ -10,10 +10,19 @@
  *                       {type: 'notebook', cells}             (the notebook as shown, unsaved edits and tags
  *                                                        included: on changes, and before a prompt cell runs)
  *                       {type: 'refresh'}                    (list the models again)
- *                       {type: 'pick', changes}              (a null value removes that pick)
+ *                       {type: 'pick', changes}              (a null value removes that pick; a click: what it turns
+ *                                                        on of auto-run and the outward tools is yours for the notebook)
+ *                       {type: 'allow', items}               (the menu's Allow: accept what the notebook proposes, as
+ *                                                        the menu showed it, for this notebook on this machine)
  *                       {type: 'preview', id, source}        (a prompt cell's dry run)
  *                       {type: 'edit_result', id, ok, message} (what the notebook did with an `edit`)
- *   kernel → frontend   {type: 'state', version, state}      (after hello, pick, refresh, any settings change)
+ *                       {type: 'stop', cell_id}              (the reply view's Stop: the reply streaming in that cell
+ *                                                        ends now, the cell without an error; over the comm's
+ *                                                        subshell, so the kernel reads it while the cell runs)
+ *                       {type: 'fresh', cell_id}             (the reply view's Ask again: the next run of that prompt
+ *                                                        cell asks the model whatever it saved; sent before the run)
+ *   kernel → frontend   {type: 'state', version, state}      (after hello, pick, refresh, any settings change, and
+ *                                                        when a prompt found its server down or back up)
  *                       {type: 'binding', binding}           (after a pick: saved in `metadata.boopiter.binding`)
  *                       {type: 'preview', id, markdown, text} (the dry run: Markdown rendered untrusted)
  *                       {type: 'edit', id, op: 'add', after, source, cell_type}
@@ -63,6 +72,9 @@ export interface Answering {
   why: string;
   /** Nothing is picked: the kernel chose `model` by itself, and `why` says `auto: why this one`. */
   auto: boolean;
+  /** The context window the next request asks for (`num_ctx`): the number its reply details will give. */
+  window?: number;
+  /** The most the model takes (the menu's context sizes stop there). */
   context_length?: number;
   size?: number;
   reasoning: boolean;
@@ -95,6 +107,19 @@ export interface MenuOptions {
   tool_sources: ToolSourceOption[];
 }
 
+/**
+ * What the notebook (its binding) or its project's settings.ini proposes beyond what you allowed: auto-run and the tool
+ * sources that act or reach outside are off until you accept them (`boopiter_ext/core/consent.py`).
+ */
+export interface ConsentState {
+  /** The items proposed and not allowed (`auto`, `web`, `notebook`, ...); empty when there is nothing to accept. */
+  proposed: string[];
+  /** One line saying so: "This notebook asks for auto-run and the web tool; allowed here: kernel, files". */
+  text: string;
+  /** The notebook's file name, where an acceptance is remembered; '' when the kernel does not know it. */
+  notebook: string;
+}
+
 export interface MenuState {
   answering: Answering;
   settings: MenuSettings;
@@ -102,6 +127,7 @@ export interface MenuState {
   problems: { [source: string]: string };
   options: MenuOptions;
   offered_tools: string[];
+  consent: ConsentState;
 }
 
 /** One cell as the frontend shows it (nbformat's `cell_type`; only code and Markdown cells are sent). */
@@ -140,11 +166,29 @@ export interface IPickMessage {
   type: 'pick';
   changes: BindingChanges;
 }
+/** The menu's Allow: the proposed items as the menu showed them (the kernel accepts those still proposed). */
+export interface IAllowMessage {
+  type: 'allow';
+  items: string[];
+}
+/** The reply view's Stop: the reply streaming in cell `cell_id` (its frontend id) ends now, as interrupted. */
+export interface IStopMessage {
+  type: 'stop';
+  cell_id: string;
+}
+/** The reply view's Ask again: the next run of prompt cell `cell_id` asks the model, whatever reply it saved. */
+export interface IFreshMessage {
+  type: 'fresh';
+  cell_id: string;
+}
 export type FrontendMessage =
+  | IStopMessage
+  | IFreshMessage
   | IHelloMessage
   | INotebookMessage
   | IRefreshMessage
   | IPickMessage
+  | IAllowMessage
   | IPreviewRequest
   | IEditResultMessage;
 

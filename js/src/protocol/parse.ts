@@ -7,6 +7,7 @@ import { PROTOCOL_VERSION } from './constants';
 import {
   Answering,
   Binding,
+  ConsentState,
   IBadEdit,
   IEditMessage,
   KernelMessage,
@@ -121,6 +122,10 @@ export function parseMenuState(v: unknown): MenuState | null {
   const answering: Answering = { model: str(a.model), why: str(a.why), auto: bool(a.auto), reasoning: bool(a.reasoning) };
   const ctx = num(a.context_length);
   const size = num(a.size);
+  const window = num(a.window);
+  if (window !== undefined && window > 0) {
+    answering.window = window;
+  }
   if (ctx !== undefined) {
     answering.context_length = ctx;
   }
@@ -155,8 +160,16 @@ export function parseMenuState(v: unknown): MenuState | null {
             .map(t => ({ name: t.name as string, description: str(t.description), on: bool(t.on) }))
         : []
     },
-    offered_tools: strings(v.offered_tools)
+    offered_tools: strings(v.offered_tools),
+    consent: parseConsent(v.consent)
   };
+}
+
+/** What the notebook proposes beyond what you allowed; nothing proposed when it is missing or malformed. */
+export function parseConsent(v: unknown): ConsentState {
+  const c = isObject(v) ? v : {};
+  const proposed = strings(c.proposed).filter(Boolean).slice(0, 50);
+  return { proposed, text: proposed.length ? str(c.text) : '', notebook: str(c.notebook) };
 }
 
 /** A message from the kernel, checked; null for anything unknown or malformed. */
@@ -236,6 +249,15 @@ export function parseWidgetPlaceholder(data: unknown): WidgetPlaceholder | null 
   return { version: num(data.version) ?? 1, kind: data.kind };
 }
 
+/** A reply's blocks: `blocks` as sent (strings only), else an older reply's whole `markdown` as one block. */
+function replyBlocks(data: Json): string[] {
+  if (Array.isArray(data.blocks)) {
+    return strings(data.blocks).filter(b => b.trim());
+  }
+  const markdown = str(data.markdown);
+  return markdown.trim() ? [markdown] : [];
+}
+
 /** A reply bundle with every field of its kind present and typed; null if it is not one. */
 export function parseReplyBundle(data: unknown): ReplyBundle | null {
   if (!isObject(data)) {
@@ -273,7 +295,8 @@ export function parseReplyBundle(data: unknown): ReplyBundle | null {
     kind: 'reply',
     model: str(data.model),
     status: (str(data.status, 'done') || 'done') as ReplyStatus,
-    markdown: str(data.markdown),
+    blocks: replyBlocks(data),
+    open: bool(data.open),
     reasoning: str(data.reasoning),
     reasoning_label: str(data.reasoning_label),
     reasoning_streaming: bool(data.reasoning_streaming),
@@ -281,7 +304,7 @@ export function parseReplyBundle(data: unknown): ReplyBundle | null {
     summary: str(data.summary),
     details: strings(data.details)
   };
-  for (const k of ['finish_reason', 'note', 'warning', 'cell_id', 'kept'] as const) {
+  for (const k of ['finish_reason', 'note', 'warning', 'cell_id', 'kept', 'stale'] as const) {
     if (typeof data[k] === 'string' && data[k]) {
       reply[k] = data[k] as string;
     }
@@ -289,6 +312,10 @@ export function parseReplyBundle(data: unknown): ReplyBundle | null {
   const ran = strings(data.ran_blocks);
   if (ran.length) {
     reply.ran_blocks = ran;
+  }
+  const previous = data.previous;
+  if (isObject(previous) && typeof previous.answer === 'string' && previous.answer.trim()) {
+    reply.previous = { model: str(previous.model), answer: previous.answer };
   }
   return reply;
 }

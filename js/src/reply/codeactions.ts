@@ -1,13 +1,12 @@
 /**
- * The actions on each code block of a reply: Insert below, Insert and run (kernel languages only), Copy. Blocks the
- * tool loop ran already lose "Insert and run". Plain DOM (unit-tested in jsdom through `ReplyView`): the buttons
- * carry `data-boop-action`, and the view's click handler runs them (`codeOf`, `flash`).
+ * The actions on each code block of a reply: Insert below and Insert and run (as the cell that runs it: Python, or a
+ * shell script under `%%bash`; `language.ts`), and Copy. A block in a language the kernel cannot run gets Copy only.
+ * Blocks the tool loop ran already lose "Insert and run". Plain DOM (unit-tested in jsdom through `ReplyView`): the
+ * buttons carry `data-boop-action`, and the view's click handler runs them (`codeOf`, `cellOf`, `flash`).
  */
 
 import { el } from '../dom';
-
-/** Languages that "Insert and run" runs; other tagged blocks (bash, json, text...) can be inserted or copied. */
-const RUNNABLE = new Set(['', 'python', 'python3', 'py', 'ipython', 'ipython3']);
+import { cellSource } from './language';
 
 function codeLanguage(pre: HTMLElement): string {
   const code = pre.querySelector('code');
@@ -22,13 +21,15 @@ const GLYPHS: { [K in IconName]: string } = { insert: '⤓', run: '▶', copy: '
 export type IconFactory = (name: IconName) => HTMLElement;
 export const textIcon: IconFactory = name => el('span', '', GLYPHS[name]);
 
-/** Each code block gets its actions: Insert below, Insert and run (kernel languages only), Copy. */
+/** Each code block gets its actions: Insert below and Insert and run (blocks the kernel can run), Copy. */
 export function addCodeActions(host: HTMLElement, inNotebook: boolean, icon: IconFactory = textIcon): void {
   for (const pre of Array.from(host.querySelectorAll('pre'))) {
     if (pre.parentElement?.classList.contains('boop-Code')) {
       continue;
     }
     const wrap = el('div', 'boop-Code');
+    const language = codeLanguage(pre);
+    wrap.dataset.language = language;
     pre.replaceWith(wrap);
     const bar = el('div', 'boop-CodeActions');
     bar.setAttribute('role', 'toolbar');
@@ -44,11 +45,11 @@ export function addCodeActions(host: HTMLElement, inNotebook: boolean, icon: Ico
       b.append(mark, el('span', 'boop-CodeAction-label', label));
       return b;
     };
-    if (inNotebook) {
-      bar.append(button('insert', 'Insert', 'Insert below the prompt as a new code cell'));
-      if (RUNNABLE.has(codeLanguage(pre))) {
-        bar.append(button('run', 'Insert and run', 'Insert below the prompt and run it'));
-      }
+    const cell = cellSource(language, '');
+    if (inNotebook && cell !== null) {
+      const as = cell ? ` as a ${cell.trim()} cell` : ' as a new code cell';
+      bar.append(button('insert', 'Insert', `Insert below the prompt${as}`));
+      bar.append(button('run', 'Insert and run', `Insert below the prompt${as} and run it`));
     }
     bar.append(button('copy', 'Copy', 'Copy the code'));
     wrap.append(pre, bar);
@@ -76,6 +77,11 @@ export function codeOf(wrap: Element): string {
   const pre = wrap.querySelector('pre');
   const text = pre?.textContent ?? '';
   return text.endsWith('\n') ? text.slice(0, -1) : text;
+}
+
+/** The source of the cell that runs the block in a `.boop-Code` wrapper (`language.ts`); null: it is for copying. */
+export function cellOf(wrap: HTMLElement): string | null {
+  return cellSource(wrap.dataset.language ?? '', codeOf(wrap));
 }
 
 /** Show a short confirmation on a button, then restore it. */

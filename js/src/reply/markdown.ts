@@ -1,13 +1,16 @@
 /**
- * A reply's Markdown, rendered block by block into the reply's body (`blocks.ts` cuts it), a time slice at a time:
- * only blocks whose text changed are rendered again, the growing last one only as often as its cost allows, and an
- * open fence of a reply still streaming shows as plain code. Math is typeset a chunk of blocks at a time, once the
- * chunk is (nearly) in view. Model text only enters through `renderMarkdown` (Jupyter's sanitizer, untrusted).
+ * A reply's Markdown, rendered block by block into the reply's body, a time slice at a time. The blocks are the
+ * kernel's (each made safe on its own), rendered as they come, never split again: only blocks whose text changed
+ * are rendered again, the growing last one only as often as its cost allows, and a code fence the model has not
+ * closed yet shows as plain code while the reply streams. Math is typeset a chunk of blocks at a time, once the
+ * chunk is (nearly) in view. Model text only enters through `renderMarkdown` (Jupyter's sanitizer with the reply's
+ * strict options: nothing remote is fetched), and what it renders is checked once more (`dropRemote`).
  */
 
 import { el, setGrowingText } from '../dom';
-import { Block, BlockTracker, mayRerender, openFenceBody } from './blocks';
+import { mayRerender, openFenceBody } from './blocks';
 import { addCodeActions, IconFactory, markRanBlocks } from './codeactions';
+import { dropRemote } from './sanitizer';
 
 /** Time (ms) the render loop may hold the main thread before it yields to the browser. */
 export const SLICE_MS = 12;
@@ -20,7 +23,7 @@ export const MATH_MS = 400;
 
 /** How blocks are rendered: Jupyter's functions in the notebook, stand-ins in the unit tests. */
 export interface IRenderHooks {
-  /** Render one block of untrusted Markdown into `host` (Jupyter's `renderMarkdown`, `trusted: false`). */
+  /** Render one block of untrusted Markdown into `host` (Jupyter's `renderMarkdown`, `trusted: false`, strict). */
   renderMarkdown(host: HTMLElement, source: string): Promise<void>;
   /** Typeset the math in `node` (Jupyter's latexTypesetter); blocks are typeset a chunk at a time. */
   typeset?(node: HTMLElement): void;
@@ -104,7 +107,6 @@ export class MarkdownBlocks {
     this._chunks.forEach(c => this._forget(c));
     this._chunks = [];
     this._queue = [];
-    this._tracker = new BlockTracker();
   }
 
   dispose(): void {
@@ -122,14 +124,15 @@ export class MarkdownBlocks {
     this._resolveIdle();
   }
 
-  /** Show `text`, the whole Markdown so far, in `body`; `final` once the reply no longer grows. */
-  update(body: HTMLElement, text: string, final: boolean): void {
-    const { blocks, stable } = this._tracker.update(text);
+  /**
+   * Show `blocks`, the answer's blocks so far, in `body`; `final` once the reply no longer grows; `open`: the last
+   * block is a code fence not closed yet (shown as plain code while the reply grows).
+   */
+  update(body: HTMLElement, blocks: readonly string[], final: boolean, open = false): void {
     this._final = final;
-    for (let i = stable; i < blocks.length; i++) {
-      const b: Block = blocks[i];
-      const want = text.slice(b.start, b.end);
-      const fence = b.kind === 'fence' && b.open && !final;
+    for (let i = 0; i < blocks.length; i++) {
+      const want = blocks[i];
+      const fence = open && !final && i === blocks.length - 1;
       let slot = this._slots[i];
       if (!slot) {
         const c = Math.floor(i / CHUNK);
@@ -154,7 +157,7 @@ export class MarkdownBlocks {
         this._slots.push(slot);
         chunk.append(slot.el);
       }
-      if (slot.want !== want || slot.fence !== fence || slot.shown !== want || slot.shownFence !== fence) {
+      if (slot.want !== want || slot.fence !== fence) {   // unchanged: its DOM stays (or its render, under way, shows it)
         slot.want = want;
         slot.fence = fence;
         this._enqueue(i);
@@ -291,6 +294,7 @@ export class MarkdownBlocks {
     if (gen !== slot.gen || slot.removed) {
       return;
     }
+    dropRemote(host);
     demoteHeadings(host);
     addCodeActions(host, this._inNotebook(), this._hooks.icon);
     markRanBlocks(host, this._owner.ran());
@@ -385,7 +389,6 @@ export class MarkdownBlocks {
   private _owner: IBlocksOwner;
   private _hooks: IRenderHooks;
   private _now: () => number;
-  private _tracker = new BlockTracker();
   private _slots: Slot[] = [];
   private _chunks: HTMLElement[] = [];
   private _toTypeset = new Set<HTMLElement>();

@@ -2,11 +2,12 @@
  * The mime renderers: the streamed reply (`application/vnd.boopiter.reply+json`), the binding line
  * (`application/vnd.boopiter.settings+json`) and the kernel's widget placeholders
  * (`application/vnd.boopiter.widget+json`). All are `safe`: model text goes through
- * `renderMarkdown` untrusted (Jupyter's sanitizer) or in as text, so they render in untrusted
- * notebooks too. `renderModel` is called again on the same renderer for every
- * `update_display_data`: updates are coalesced to one per animation frame.
+ * `renderMarkdown` untrusted (Jupyter's sanitizer; a reply's blocks with the strict options of
+ * `sanitizer.ts`, so nothing remote is fetched) or in as text, so they render in untrusted notebooks
+ * too. `renderModel` is called again on the same renderer for every `update_display_data`: updates
+ * are coalesced to one per animation frame.
  */
-import { Clipboard } from '@jupyterlab/apputils';
+import { Clipboard, Sanitizer } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { renderMarkdown } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
@@ -18,11 +19,16 @@ import { bindingText } from '../menu/labels';
 import { REPLY_MIME, SETTINGS_MIME, WIDGET_MIME } from '../protocol/constants';
 import { ReplyBundle } from '../protocol/bundles';
 import { cleanBinding, parseReplyBundle } from '../protocol/parse';
+import { stopReply } from '../channel/stop';
 import { findCell, insertBelow } from './insert';
 import { drawPlaceholder, PLACEHOLDER_CLASS } from './placeholder';
+import { replyMarkdownOptions, replySanitizer } from './sanitizer';
+import { askAgain } from './askagain';
 import { IReplyActions, ReplyView } from './view';
 
 const ICONS = { insert: addBelowIcon, run: runIcon, copy: copyIcon, stop: stopIcon };
+/** Jupyter's sanitizer, an instance of our own (no setting of the notebook's loosens it), with the reply's options. */
+const REPLY_SANITIZER = replySanitizer(new Sanitizer());
 
 /** Below the core renderers (html is 50), so the reply wins over its text/markdown fallback. */
 export const REPLY_RANK = 20;
@@ -102,19 +108,7 @@ export class ReplyRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   private _renderMarkdown(host: HTMLElement, source: string): Promise<void> {
-    const o = this._options;
-    return renderMarkdown({
-      host,
-      source,
-      trusted: false,
-      sanitizer: o.sanitizer,
-      resolver: o.resolver,
-      linkHandler: o.linkHandler,
-      latexTypesetter: o.latexTypesetter,
-      markdownParser: o.markdownParser ?? null,
-      shouldTypeset: false, // the view typesets a chunk of blocks at a time
-      translator: o.translator
-    });
+    return renderMarkdown(replyMarkdownOptions(host, source, this._options, REPLY_SANITIZER));
   }
 
   private _actions(node: HTMLElement): IReplyActions | null {
@@ -126,9 +120,8 @@ export class ReplyRenderer extends Widget implements IRenderMime.IRenderer {
     }
     return {
       insert: (code, run) => insertBelow(target, code, run),
-      stop: async () => {
-        await target.panel.sessionContext.session?.kernel?.interrupt();
-      }
+      stop: () => stopReply(target.panel, cellId ?? target.cell.model.id), // boopiter's Stop (channel/stop.ts)
+      fresh: () => askAgain(target.panel, target.cell, cellId ?? target.cell.model.id) // Ask again (stale.ts)
     };
   }
 

@@ -5,16 +5,17 @@
  * do), so it is unit-tested in jsdom. Each update keeps every element it can: the reasoning and
  * details sections (with their open/closed state), the blocks whose Markdown did not change, the
  * open/closed state of each tool call. Model text only ever enters as `textContent` or through
- * `renderMarkdown` (Jupyter's sanitizer, untrusted).
+ * `renderMarkdown` (Jupyter's sanitizer with the reply's strict options, untrusted), one kernel-vetted block at a time.
  */
 
 import { el, setGrowingText, setText } from '../dom';
 import { ReplyBundle, ReplyData } from '../protocol/bundles';
 import { isLive, replyBadges } from './badges';
-import { codeOf, flash, markRanBlocks } from './codeactions';
+import { cellOf, codeOf, flash, markRanBlocks } from './codeactions';
 import { StreamFollower } from './follow';
 import { IRenderHooks, MarkdownBlocks } from './markdown';
 import { badgeElement, buildParts, Parts } from './parts';
+import { drawStale } from './stale';
 import { drawToolLoop, drawToolRound, IToolStepView } from './tools';
 
 export interface IReplyHooks extends IRenderHooks {
@@ -30,6 +31,8 @@ export interface IReplyActions {
   insert(code: string, run: boolean): Promise<void>;
   /** Interrupt the kernel (the stop button). */
   stop(): Promise<void>;
+  /** Ask again (a stale reply's action, `stale.ts`): false if the kernel could not hear it. */
+  fresh?(): Promise<boolean>;
 }
 
 export class ReplyView {
@@ -147,7 +150,7 @@ export class ReplyView {
       this._ran = new Set(ran);
       markRanBlocks(p.body, this._ran);
     }
-    this._markdown.update(p.body, r.markdown, !live);
+    this._markdown.update(p.body, r.blocks, !live, r.open);
 
     // notes, warning, details
     const note = r.status === 'waiting' ? '' : r.note ?? '';
@@ -163,6 +166,7 @@ export class ReplyView {
       p.detailsList.replaceChildren(...r.details.map(d => el('li', '', d)));
     }
     p.details.hidden = !r.details.length && !r.summary;
+    drawStale(this.node, r);
 
     // the live line: what is happening, for how long, and a stop button
     p.live.hidden = !live;
@@ -246,6 +250,27 @@ export class ReplyView {
       return;
     }
     const action = button.dataset.boopAction;
+    if (action === 'fresh') {
+      const fresh = this._hooks.actions(this.node)?.fresh;
+      if (!fresh) {
+        flash(button, 'Run %%prompt --fresh');
+        return;
+      }
+      button.disabled = true;
+      fresh().then(
+        ok => {
+          button.disabled = false;
+          if (!ok) {
+            flash(button, 'Run %%prompt --fresh');
+          }
+        },
+        () => {
+          button.disabled = false;
+          flash(button, 'Could not ask');
+        }
+      );
+      return;
+    }
     if (action === 'stop') {
       const actions = this._hooks.actions(this.node);
       if (actions) {
@@ -271,7 +296,11 @@ export class ReplyView {
       return;
     }
     const run = action === 'run';
-    actions.insert(code, run).then(
+    const cell = cellOf(wrap as HTMLElement); // the cell that runs it: a shell block under %%bash
+    if (cell === null) {
+      return; // a language the kernel cannot run: Copy only
+    }
+    actions.insert(cell, run).then(
       () => flash(button, run ? 'Running below ✓' : 'Inserted below ✓'),
       () => flash(button, 'Could not insert')
     );

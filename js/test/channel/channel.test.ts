@@ -88,6 +88,7 @@ class CommStub {
 function fakeNotebook() {
   const wire: string[] = [];
   const comms: CommStub[] = [];
+  const replies: ((status: string) => void)[] = [];
   let target: ((comm: CommStub, msg: unknown) => void) | null = null;
   const kernel = {
     info: Promise.resolve({ language_info: { name: 'python' } }),
@@ -101,6 +102,11 @@ function fakeNotebook() {
       const comm = new CommStub(`c${comms.length + 1}`, wire);
       comms.push(comm);
       return comm;
+    },
+    /** An execute_request goes on the wire (the silent load: `execute silent`); its reply comes when `replies` says. */
+    requestExecute: (content: { silent?: boolean }) => {
+      wire.push(`execute${content.silent ? ' silent' : ''}`);
+      return { done: new Promise(resolve => replies.push(status => resolve({ content: { status } }))) };
     },
     /** `%load_ext boopiter_ext` ran: the kernel opens its comm to the frontend. */
     announce(): CommStub {
@@ -120,8 +126,11 @@ function fakeNotebook() {
     },
     sessionContext: { kernelChanged: new Signal<unknown, unknown>({}), ready: Promise.resolve(), session: { kernel } }
   };
+  // the kernel's signals come from the kernel itself, as the channel checks
+  kernel.statusChanged = new Signal<unknown, string>(kernel);
+  kernel.anyMessage = new Signal<unknown, unknown>(kernel);
   const channel = new BoopChannel(context as any);
-  return { channel, kernel, comms, wire };
+  return { channel, kernel, comms, wire, replies, metadata };
 }
 
 const flush = () => new Promise<void>(resolve => setTimeout(resolve, 0));
@@ -136,7 +145,7 @@ describe('BoopChannel before a prompt runs', () => {
     expect(channel.state.phase).toBe('absent');
 
     channel.promptScheduled(); // Run All: `%load_ext boopiter_ext` is queued above the prompt
-    expect(wire.at(-1)).toBe('open c2 hello'); // now: before the prompt's execute_request goes out
+    expect(wire.slice(1)).toEqual(['execute silent', 'open c2 hello']); // now: before the prompt's execute_request
     channel.promptScheduled(); // a later prompt of the same Run All
     expect(comms.length).toBe(2);
 
@@ -147,7 +156,7 @@ describe('BoopChannel before a prompt runs', () => {
     expect(channel.state.phase).toBe('ready');
     expect(channel.connected).toBe(true);
     expect(announce.isDisposed).toBe(true); // one comm per notebook view: the knock's
-    expect(wire.slice(2)).toEqual(['send announce hello', 'close announce']);
+    expect(wire.slice(3)).toEqual(['send announce hello', 'close announce']);
 
     const sent = wire.length;
     channel.promptScheduled(); // answered: no more hellos
@@ -155,14 +164,53 @@ describe('BoopChannel before a prompt runs', () => {
   });
 
   it('changes nothing when the kernel turns the knock away, and knocks again for the next prompt', async () => {
-    const { channel, comms, wire } = fakeNotebook();
+    const { channel, comms, wire, replies } = fakeNotebook();
     await flush();
     comms[0].closed();
     channel.promptScheduled();
     comms[1].closed(); // boopiter still not loaded when the kernel read it
+    replies[0]('aborted'); // nor loaded: its load was aborted too
     await flush();
     expect([channel.state.phase, channel.connected]).toEqual(['absent', false]);
     channel.promptScheduled();
     expect(wire.at(-1)).toBe('open c3 hello');
+  });
+
+  it('loads boopiter first, silently, once a kernel start, and again after a load that was aborted', async () => {
+    const { channel, kernel, comms, wire, replies, metadata } = fakeNotebook();
+    await flush();
+    comms[0].closed(); // a reopened notebook (or a restart): no boopiter in the kernel
+    channel.promptScheduled(); // the prompt's execute_request goes out right after: the load is ahead of it
+    expect(wire.slice(1)).toEqual(['execute silent', 'open c2 hello']);
+    expect(channel.state.phase).toBe('loading');
+    channel.promptScheduled(); // a second prompt of the same run: the load under way is ahead of it too
+    expect(wire.filter(w => w.startsWith('execute')).length).toBe(1);
+    replies[0]('aborted'); // a cell above failed: the kernel aborted everything queued
+    await flush();
+    expect([channel.state.phase, channel.state.error]).toEqual(['absent', '']);
+    channel.promptScheduled(); // the next run loads again
+    expect(wire.filter(w => w.startsWith('execute')).length).toBe(2);
+    replies[1]('ok');
+    kernel.announce();
+    await flush();
+    expect(metadata.boopiter).toEqual({}); // used: it loads by itself after the next restart
+    kernel.status = 'restarting';
+    kernel.statusChanged.emit('restarting'); // a restart: loaded once more, before the first prompt
+    channel.promptScheduled();
+    expect(wire.filter(w => w.startsWith('execute')).length).toBe(3);
+  });
+});
+
+describe('the reply view\'s Stop', () => {
+  it('goes to the kernel only on a comm that runs over a subshell', async () => {
+    const { channel, comms, wire } = fakeNotebook();
+    await flush();
+    expect(channel.stop('cell-1')).toBe(false); // no answer yet: interrupt the kernel instead
+    comms[0].answer(STATE);
+    await flush();
+    expect(channel.stop('cell-1')).toBe(false); // a comm on the main shell would wait behind the running cell
+    (comms[0] as unknown as { subshellId: string }).subshellId = 'sub-1';
+    expect(channel.stop('cell-1')).toBe(true);
+    expect(wire.at(-1)).toBe('send c1 stop');
   });
 });

@@ -25,6 +25,26 @@ describe('DryRunBody', () => {
     expect(button.textContent).toBe('Copied');
   });
 
+  it('keeps every message folded in a cell, and opens them in the dialog (the context ledger stays folded)', async () => {
+    // what Jupyter's renderer makes of the kernel's Markdown: the ledger, then one fold per message
+    const folds = async (host: HTMLElement) => {
+      for (const label of ['Context: 3 cells', 'system · ~3 tokens', 'user · ~4 tokens']) {
+        const d = document.createElement('details');
+        const s = document.createElement('summary');
+        s.textContent = label;
+        d.append(s, document.createElement('pre'));
+        host.append(d);
+      }
+    };
+    const opened = async (expand: boolean) => {
+      const body = new DryRunBody({ renderMarkdown: folds, expand });
+      await body.show({ markdown: 'the dry run', text: '' });
+      return Array.from(body.node.querySelectorAll('details'), d => d.open);
+    };
+    expect(await opened(false)).toEqual([false, false, false]);
+    expect(await opened(true)).toEqual([false, true, true]);
+  });
+
   it('shows the plain text when there is no Markdown or it fails to render', async () => {
     const body = new DryRunBody({ renderMarkdown: fakeMarkdown });
     await body.show({ markdown: '', text: 'plain <b>text</b>' });

@@ -58,6 +58,20 @@ describe('menu labels', () => {
     expect(statusLine(MENU)).toBe('answering: qwen3:8b (notebook binding) · 40,960-token context · 5.2 GB · models: 2 ollama, 1 endpoint');
   });
 
+  it('statusLine gives one context, the window the request uses, and the size once', () => {
+    const auto = parseMenuState({
+      ...MENU,
+      answering: { model: 'qwen3:8b', why: "auto: the first of Ollama's 3 chat models: calls tools, 5.2 GB", auto: true,
+                   window: 4096, context_length: 40960, size: 5_200_000_000 }
+    })!;
+    const line = statusLine(auto);
+    expect(line).toBe("answering: auto → qwen3:8b (the first of Ollama's 3 chat models: calls tools, 5.2 GB) · 4,096-token context · models: 2 ollama, 1 endpoint");
+    expect(line.split('5.2 GB').length - 1).toBe(1);
+    expect(line).not.toContain('40,960');
+    const picked = parseMenuState({ ...MENU, answering: { ...auto.answering, auto: false, why: 'notebook binding', window: 8192 } })!;
+    expect(statusLine(picked)).toBe('answering: qwen3:8b (notebook binding) · 8,192-token context · 5.2 GB · models: 2 ollama, 1 endpoint');
+  });
+
   it('an automatic choice reads auto → model, with its reason once', () => {
     const a = { model: 'gemma3:4b', why: 'auto: the first of 3 chat models', auto: true };
     expect(answeringText(a)).toBe('auto → gemma3:4b (the first of 3 chat models)');

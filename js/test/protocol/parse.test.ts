@@ -57,8 +57,18 @@ describe('cleanBinding', () => {
 
 describe('parseReplyBundle', () => {
   it('reads a reply with defaults for missing fields', () => {
-    const r = parseReplyBundle({ kind: 'reply', model: 'm', status: 'streaming', markdown: 'hi', finish_reason: 'length', details: ['a', 2] });
-    expect(r).toMatchObject({ kind: 'reply', status: 'streaming', markdown: 'hi', reasoning: '', reused: false, finish_reason: 'length', details: ['a'] });
+    const r = parseReplyBundle({ kind: 'reply', model: 'm', status: 'streaming', blocks: ['hi'], finish_reason: 'length', details: ['a', 2] });
+    expect(r).toMatchObject({ kind: 'reply', status: 'streaming', blocks: ['hi'], open: false, reasoning: '', reused: false, finish_reason: 'length', details: ['a'] });
+  });
+
+  it("reads the kernel's blocks as they are, and an older reply's whole Markdown as one block, never split", () => {
+    const blocks = (data: object) => (parseReplyBundle({ kind: 'reply', ...data }) as { blocks: string[] }).blocks;
+    expect(blocks({ blocks: ['- ```\n  x\n  ```\n\n  y', 2, null, '', '  ', 'z'], markdown: 'ignored' })).toEqual(['- ```\n  x\n  ```\n\n  y', 'z']);
+    expect(blocks({ markdown: 'a\n\n```\n<img src=http://evil.example/x>\n```\n\nb' })).toEqual(['a\n\n```\n<img src=http://evil.example/x>\n```\n\nb']);
+    expect(blocks({ markdown: '  \n' })).toEqual([]);
+    expect(blocks({ blocks: 'not a list', markdown: 7 })).toEqual([]);
+    expect((parseReplyBundle({ kind: 'reply', blocks: ['```\nx\n```'], open: 'yes' }) as { open: boolean }).open).toBe(false);
+    expect((parseReplyBundle({ kind: 'reply', blocks: ['```\nx\n```'], open: true }) as { open: boolean }).open).toBe(true);
   });
 
   it('reads tool rounds and loops', () => {
@@ -126,7 +136,7 @@ describe('preview, edit and widget messages', () => {
 describe('interim reply updates', () => {
   it('need no text/markdown and keep the prompt cell id', () => {
     const interim = parseReplyBundle({ version: 1, kind: 'reply', model: 'm', status: 'streaming', cell_id: 'c7' });
-    expect(interim).toMatchObject({ kind: 'reply', status: 'streaming', markdown: '', cell_id: 'c7', details: [] });
-    expect(parseReplyBundle({ kind: 'reply', status: 'done', markdown: 'x', cell_id: '' })).not.toHaveProperty('cell_id');
+    expect(interim).toMatchObject({ kind: 'reply', status: 'streaming', blocks: [], cell_id: 'c7', details: [] });
+    expect(parseReplyBundle({ kind: 'reply', status: 'done', blocks: ['x'], cell_id: '' })).not.toHaveProperty('cell_id');
   });
 });

@@ -51,7 +51,7 @@ describe('StreamFollower', () => {
   it('keeps the bottom of a growing reply in view', () => {
     const bottom = { value: 450 };
     const { scroller, node } = setup(bottom);
-    let now = 0;
+    const now = 0;
     const f = new StreamFollower(node, () => now);
     f.start();
     expect(f.following).toBe(true);

@@ -30,8 +30,10 @@ async function fakeMarkdown(host: HTMLElement, source: string): Promise<void> {
   host.append(e);
 }
 
-function reply(markdown: string, extra: Partial<ReplyData> = {}): ReplyData {
-  return parseReplyBundle({ kind: 'reply', model: 'm', status: 'streaming', markdown, summary: 'm · 3 tokens', details: ['row'], ...extra }) as ReplyData;
+/** A reply as the kernel sends it: its answer as the blocks it made safe (a string: one block). */
+function reply(blocks: string[] | string, extra: Partial<ReplyData> = {}): ReplyData {
+  const data = { kind: 'reply', model: 'm', status: 'streaming', blocks: typeof blocks === 'string' ? [blocks] : blocks };
+  return parseReplyBundle({ ...data, summary: 'm · 3 tokens', details: ['row'], ...extra }) as ReplyData;
 }
 
 function makeView(actions: IReplyActions | null = null) {
@@ -48,15 +50,25 @@ function makeView(actions: IReplyActions | null = null) {
 describe('ReplyView', () => {
   it('renders the answer block by block and re-renders only what changed', async () => {
     const { view, render } = makeView();
-    await view.update(reply('# Title\n\nFirst paragraph.\n\nSecond'));
+    await view.update(reply(['# Title', 'First paragraph.', 'Second']));
     expect(render).toHaveBeenCalledTimes(3);
     const first = view.node.querySelector('.boop-Block')!;
     const firstContent = first.firstElementChild;
-    await view.update(reply('# Title\n\nFirst paragraph.\n\nSecond, longer', { status: 'done' }));
+    await view.update(reply(['# Title', 'First paragraph.', 'Second, longer'], { status: 'done' }));
     expect(render).toHaveBeenCalledTimes(4);
     expect(render.mock.calls[3][1]).toBe('Second, longer');
     expect(view.node.querySelector('.boop-Block')!.firstElementChild).toBe(firstContent); // same DOM
     expect(view.node.querySelectorAll('.boop-Block').length).toBe(3);
+  });
+
+  it("renders each of the kernel's blocks as it is, and an older saved reply's whole Markdown as one block", async () => {
+    const { view, render } = makeView();
+    const block = '- ```\n  a\n  ```\n\n  ```\n\n  <b>x</b>\n  ```'; // blank lines inside: never cut
+    await view.update(reply([block, 'After.'], { status: 'done' }));
+    expect(render.mock.calls.map(c => c[1])).toEqual([block, 'After.']);
+    const { view: old, render: oldRender } = makeView();
+    await old.update(parseReplyBundle({ kind: 'reply', status: 'done', markdown: 'a\n\n```\n\nb\n```\n\nc' }) as ReplyData);
+    expect(oldRender.mock.calls.map(c => c[1])).toEqual(['a\n\n```\n\nb\n```\n\nc']);
   });
 
   it('demotes model headings to styled lines without ids or anchors', async () => {
@@ -69,40 +81,45 @@ describe('ReplyView', () => {
     expect(line.id).toBe('');
   });
 
-  it('shows an open fence as growing plain code, then renders it once closed', async () => {
+  it('shows a fence the model has not closed yet as growing plain code, then renders it once closed', async () => {
     const { view, render } = makeView();
-    await view.update(reply('Intro\n\n```python\nx = 1'));
+    await view.update(reply(['Intro', '```python\nx = 1\n```'], { open: true })); // the kernel closes every fence
     expect(render).toHaveBeenCalledTimes(1);
     const streaming = view.node.querySelector('.boop-Block-streamingCode')!;
     expect(streaming.textContent).toBe('x = 1');
-    await view.update(reply('Intro\n\n```python\nx = 1\ny = 2'));
+    await view.update(reply(['Intro', '```python\nx = 1\ny = 2\n```'], { open: true }));
     expect(view.node.querySelector('.boop-Block-streamingCode')).toBe(streaming); // appended, not rebuilt
     expect(streaming.textContent).toBe('x = 1\ny = 2');
     expect(view.node.querySelector('.boop-CodeActions')).toBeNull(); // no actions on half-written code
-    await view.update(reply('Intro\n\n```python\nx = 1\ny = 2\n```'));
+    await view.update(reply(['Intro', '```python\nx = 1\ny = 2\n```']));
     expect(render).toHaveBeenCalledTimes(2);
     expect(view.node.querySelector('.boop-Block-streamingCode')).toBeNull();
   });
 
-  it('gives code blocks Insert, Insert and run (kernel languages only) and Copy', async () => {
+  it('gives code blocks Insert and Insert and run as the cell that runs them, and Copy; other languages Copy only', async () => {
     const insert = vi.fn(async () => undefined);
     const { view, copy } = makeView({ insert, stop: async () => undefined });
-    await view.update(reply('```python\nprint(1)\n```\n\n```bash\nls\n```', { status: 'done' }));
+    const blocks = ['```python\nprint(1)\n```', '```bash\npython -c "print(2)"\n```', '```json\n{"a": 1}\n```'];
+    await view.update(reply(blocks, { status: 'done' }));
     const bars = view.node.querySelectorAll('.boop-CodeActions');
     const actions = (i: number) => Array.from(bars[i].querySelectorAll('button')).map(b => b.dataset.boopAction);
     expect(actions(0)).toEqual(['insert', 'run', 'copy']);
-    expect(actions(1)).toEqual(['insert', 'copy']);
+    expect(actions(1)).toEqual(['insert', 'run', 'copy']);
+    expect(actions(2)).toEqual(['copy']); // no cell of the kernel runs JSON
     (bars[0].querySelector('[data-boop-action=run]') as HTMLElement).click();
     expect(insert).toHaveBeenCalledWith('print(1)', true);
     (bars[1].querySelector('[data-boop-action=copy]') as HTMLElement).click();
-    expect(copy).toHaveBeenCalledWith('ls');
+    expect(copy).toHaveBeenCalledWith('python -c "print(2)"'); // Copy: the block as written
     (bars[1].querySelector('[data-boop-action=insert]') as HTMLElement).click();
-    expect(insert).toHaveBeenLastCalledWith('ls', false);
+    expect(insert).toHaveBeenLastCalledWith('%%bash\npython -c "print(2)"', false); // a cell that runs it, in bash
+    (bars[1].querySelector('[data-boop-action=run]') as HTMLElement).click();
+    expect(insert).toHaveBeenLastCalledWith('%%bash\npython -c "print(2)"', true);
+    expect(insert).toHaveBeenCalledTimes(3);
   });
 
   it('offers no Insert and run for the blocks the tool loop ran (listed once the round ran)', async () => {
     const { view } = makeView({ insert: async () => undefined, stop: async () => undefined });
-    const md = 'Let me look.\n\n```python\nread_cell("c1")\n```\n\n```python\nprint(2)\n```';
+    const md = ['Let me look.', '```python\nread_cell("c1")\n```', '```python\nprint(2)\n```'];
     const actions = () =>
       Array.from(view.node.querySelectorAll('.boop-CodeActions'), bar =>
         Array.from(bar.querySelectorAll('button'), b => b.dataset.boopAction)
@@ -211,7 +228,7 @@ describe('ReplyView', () => {
     const view = new ReplyView({ renderMarkdown: render, actions: () => null, copy: () => undefined });
     document.body.append(view.node);
     const first = view.update(reply('a'));
-    const final = view.update(reply('a\n\nb', { status: 'done' }));   // the final update, while 'a' still renders
+    const final = view.update(reply(['a', 'b'], { status: 'done' }));   // the final update, while 'a' still renders
     expect([view.node.dataset.boopStatus, view.node.dataset.boopPending]).toEqual(['done', '1']);
     release();
     await Promise.all([first, final, view.idle()]);
