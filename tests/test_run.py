@@ -207,12 +207,12 @@ def test_the_run_streams_each_reply_while_its_cell_runs(srv, tmp_path, monkeypat
 @pytest.mark.slow
 def test_boopiter_run_prints_no_tcp_warning_and_leaves_no_sockets(srv, tmp_path):
     "The kernel talks over local sockets (ipc): no port, nothing to encrypt, no warning; its socket files go with it."
-    from jupyter_core.paths import jupyter_runtime_dir
-    nb = notebook(tmp_path/'nb.ipynb', 'print("hello")')
-    sockets = lambda: {p.name for p in Path(jupyter_runtime_dir()).glob('boopiter-*')}
+    nb, runtime = notebook(tmp_path/'nb.ipynb', 'print("hello")'), tmp_path/'runtime'   # its own: tests run side by side
+    sockets = lambda: {p.name for p in runtime.glob('boopiter-*')}
     before = sockets()
     cmd = [str(Path(sys.executable).with_name('boopiter-run')), str(nb)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, 'OLLAMA_HOST': srv.host})
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, 'OLLAMA_HOST': srv.host, 'JUPYTER_RUNTIME_DIR': str(runtime)})
     assert res.returncode == 0, res.stdout + res.stderr
     assert 'without encryption' not in res.stderr and 'TCP' not in res.stderr, res.stderr
     assert '[1/1] print("hello")' in res.stdout and '1 cell run · 0 prompts answered' in res.stdout
