@@ -173,8 +173,7 @@ def test_a_model_picked_in_the_menu_is_saved_and_answers_after_reload_restart_an
     run_all(page, app)
     wait_all_ran(page, app)
     until(page, app, reply_done(BOUND_PROMPT), 'the reply rendered')
-    assert reply(page, BOUND_PROMPT).locator('.boop-Reply-details summary').inner_text().startswith(
-        f'Reply details · kept · {auto}')
+    assert f'Kept: answered by {auto}; this notebook now answers with {pick}' in reply(page, BOUND_PROMPT).inner_text()
     save(page)
     saved = read(path)
     data = saved_reply(saved, BOUND_PROMPT)
@@ -238,10 +237,14 @@ def test_consent_a_reply_s_code_runs_only_on_insert_and_run_as_a_real_cell(app, 
     until(page, app, f"{KERNEL_STATUS} === 'idle'", 'idle kernel after the click')
 
     srv.script(SAW_IT)
-    run_cell(page, follow)
+    run_cell(page, follow)   # its context changed (a cell ran above it): the saved reply stays, marked stale
+    stale = (f"{PANEL}.content.widgets[{follow}].outputArea.node.querySelector('.boop-Reply .boop-Reply-stale')")
+    until(page, app, f"!!{stale} && {KERNEL_STATUS} === 'idle'", 'the saved reply, marked stale')
+    assert len(srv.chats()) == 2
+    reply(page, follow).locator('.boop-Reply-stale').get_by_role('button', name='Ask again').click()   # asked on purpose
     wait_for_chat(app, srv, 3)
-    until(page, app, reply_done(follow) + f" && {KERNEL_STATUS} === 'idle'", 'the reply to the re-run prompt')
-    assert len(srv.chats()) == 3                                        # that cell alone ran
+    until(page, app, reply_done(follow) + f" && !{stale} && {KERNEL_STATUS} === 'idle'", 'the reply to the re-run prompt')
+    assert len(srv.chats()) == 3                                        # that cell alone asked
     asked = srv.last_chat()['messages'][-1]['content']
     at = [asked.find(s) for s in (SUGGESTION, '84', FOLLOW_QUESTION)]
     assert -1 not in at and at == sorted(at), asked                      # the run cell and its output, then the question
@@ -251,11 +254,11 @@ def test_consent_a_reply_s_code_runs_only_on_insert_and_run_as_a_real_cell(app, 
     until(page, app, f"{MENU_PHASE} === 'ready' && {KERNEL_STATUS} === 'idle'", 'boopiter back after the restart')
     clear_counts(page)
     run_all(page, app)
-    wait_for_chat(app, srv, 4)
     wait_all_ran(page, app)
     assert page.evaluate(f'() => {ERRORS}') == []                        # no NameError: the cells stand on their own
-    assert len(srv.chats()) == 4                                         # the first prompt's conversation is as saved:
-    assert reply(page, ASK).locator('.boop-Badge').all_inner_texts() == ['♻\nreused']   # its reply, reused and marked
+    assert len(srv.chats()) == 3                                         # no model asked: the first prompt's
+    assert reply(page, ASK).locator('.boop-Badge').all_inner_texts() == ['♻\nreused']   # reply reused and marked,
+    until(page, app, f"!!{stale}", "the follow-up's reply kept, stale")   # the follow-up's kept (the cell above ran)
     save(page)
     saved = read(path)
     assert [c.source for c in saved.cells] == [*LOADED[:3], SUGGESTION, SUGGESTION, LOADED[3]]
