@@ -18,6 +18,7 @@ import { Clipboard, ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/
 import { Cell, CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, renderMarkdown } from '@jupyterlab/rendermime';
+import { dropRemote, replySanitizer } from './reply/sanitizer';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { CellMarks } from './cells/cellmarks';
 import { FAULT_RANK, faultRendererFactory } from './cells/faultrenderer';
@@ -273,18 +274,19 @@ const dryRun: JupyterFrontEndPlugin<void> = {
         await showDryRun(
           channels.get(panel).preview(source),
           {
+            // the notebook's cells and earlier replies, quoted: as strict as a reply (nothing remote is fetched)
             renderMarkdown: (host, markdown) =>
               renderMarkdown({
                 host,
                 source: markdown,
                 trusted: false,
-                sanitizer: rm.sanitizer,
+                sanitizer: replySanitizer(rm.sanitizer),
                 resolver: rm.resolver,
                 linkHandler: rm.linkHandler,
                 latexTypesetter: rm.latexTypesetter,
                 markdownParser: rm.markdownParser,
                 shouldTypeset: true
-              }),
+              }).then(() => void dropRemote(host)),
             copy: text => Clipboard.copyToSystem(text),
             expand: true // the dialog scrolls: every message open, as it always showed them
           },

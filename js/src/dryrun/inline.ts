@@ -7,6 +7,7 @@
 
 import { Clipboard } from '@jupyterlab/apputils';
 import { renderMarkdown } from '@jupyterlab/rendermime';
+import { dropRemote, replySanitizer } from '../reply/sanitizer';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 import { IPreview } from '../protocol/messages';
@@ -38,19 +39,20 @@ export class PreviewRenderer extends Widget implements IRenderMime.IRenderer {
     const preview = parsePreview(model.data[PREVIEW_MIME]);
     const o = this._options;
     const body = new DryRunBody({
+      // the notebook's cells and earlier replies, quoted: as strict as a reply (nothing remote is fetched)
       renderMarkdown: (host, source) =>
         renderMarkdown({
           host,
           source,
           trusted: false,
-          sanitizer: o.sanitizer,
+          sanitizer: replySanitizer(o.sanitizer),
           resolver: o.resolver,
           linkHandler: o.linkHandler,
           latexTypesetter: o.latexTypesetter,
           markdownParser: o.markdownParser ?? null,
           translator: o.translator,
           shouldTypeset: this.isAttached
-        }),
+        }).then(() => void dropRemote(host)),
       copy: text => Clipboard.copyToSystem(text)
     });
     body.node.classList.add('boop-DryRun-inline');
