@@ -9,21 +9,9 @@ ignores case and line breaks must cost. Linear means a flat cost per MB from 250
 at 4,000 characters before it joins `given`: that one costs the last line.
 """
 
-import gc, re, statistics, sys, time
+import re, sys
 from boopiter_ext.tools.guards import unwritten, written_grams
-
-
-def timed(f, runs):
-    ts = []
-    for _ in range(runs):
-        gc.collect()
-        gc.disable()
-        try:
-            t = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t)
-        finally: gc.enable()
-    return statistics.median(ts)
+from guards import timed   # bench/guards.py's: the median of `runs`, the collector off while one runs
 
 
 def main(runs=5):
