@@ -102,10 +102,15 @@ SOURCES = f"{PANEL}.content.widgets.map(c => c.model.sharedModel.getSource())"
 STDIN = '.jp-Stdin-input'
 
 
+def wait_for_stdin(page, app, question, why=None):
+    "Wait until the kernel's input() asks `question` in the box the notebook shows under the running cell."
+    until(page, app, f"Array.from(document.querySelectorAll('.jp-Stdin-prompt'), p => p.innerText).some(t => t.startsWith({json.dumps(question)}))"
+                     f" && document.querySelector('{STDIN}')", why or f'the question {question!r}')
+
+
 def answer_stdin(page, app, question, answer='y'):
     "Answer the kernel's input() in the box the notebook shows under the running cell."
-    until(page, app, f"Array.from(document.querySelectorAll('.jp-Stdin-prompt'), p => p.innerText).some(t => t.startsWith({json.dumps(question)}))"
-                     f" && document.querySelector('{STDIN}')", f'the question {question!r}')
+    wait_for_stdin(page, app, question)
     box = page.locator('.jp-Stdin-prompt').filter(has_text=question).locator(STDIN)
     box.fill(answer)
     box.press('Enter')
@@ -161,8 +166,7 @@ def test_an_edit_from_what_the_model_read_before_the_user_typed_is_refused_by_th
     srv.script('The cell changed since I read it, so I left it as you wrote it.')
     run_all(page, app)
     question = f"Run edit_cell(cell='{cid}', source='total = 1234 * 3')? [y/N]"
-    until(page, app, f"Array.from(document.querySelectorAll('.jp-Stdin-prompt'), p => p.innerText)"
-                     f".some(t => t.startsWith({json.dumps(question)}))", 'the model read the cell; its edit waits for a yes')
+    wait_for_stdin(page, app, question, 'the model read the cell; its edit waits for a yes')
     page.evaluate(HOLD_CELLS)
     editor = cells(page).nth(TOTAL_CELL).locator('.cm-content')         # the user types into the cell meanwhile
     editor.click()

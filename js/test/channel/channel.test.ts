@@ -2,6 +2,7 @@ import { Signal } from '@lumino/signaling';
 import { describe, expect, it, vi } from 'vitest';
 import type { Kernel } from '@jupyterlab/services';
 import { BoopChannel } from '../../src/channel/channel';
+import { fakeContext } from './context';
 import { SUBSHELL_WAIT_MS, subshellReady } from '../../src/channel/subshell';
 
 function stubs(supports: boolean, mode = 'perCommTarget') {
@@ -117,15 +118,7 @@ function fakeNotebook() {
   };
   const notebook = { cells: [], changed: new Signal<unknown, unknown>({}) };
   const metadata: { [k: string]: unknown } = {};
-  const context = {
-    model: {
-      sharedModel: notebook,
-      readOnly: false,
-      getMetadata: (k: string) => metadata[k],
-      setMetadata: (k: string, v: unknown) => (metadata[k] = v)
-    },
-    sessionContext: { kernelChanged: new Signal<unknown, unknown>({}), ready: Promise.resolve(), session: { kernel } }
-  };
+  const context = fakeContext(notebook, kernel, metadata);
   // the kernel's signals come from the kernel itself, as the channel checks
   kernel.statusChanged = new Signal<unknown, string>(kernel);
   kernel.anyMessage = new Signal<unknown, unknown>(kernel);

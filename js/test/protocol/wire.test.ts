@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Signal } from '@lumino/signaling';
 import { describe, expect, it, vi } from 'vitest';
 import { BoopChannel } from '../../src/channel/channel';
+import { fakeContext } from '../channel/context';
 import { PREVIEW_MIME, parsePreview } from '../../src/dryrun/inline';
 import { cleanBinding, parseKernelMessage, parseReplyBundle, parseWidgetPlaceholder } from '../../src/protocol/parse';
 import { REPLY_MIME, SETTINGS_MIME, WIDGET_MIME } from '../../src/protocol/constants';
@@ -194,15 +195,7 @@ async function frontendMessages(): Promise<unknown[]> {
     removeCommTarget: () => undefined,
     createComm: () => comm
   };
-  const context = {
-    model: {
-      sharedModel: notebook,
-      readOnly: false,
-      getMetadata: (k: string) => metadata[k],
-      setMetadata: (k: string, v: unknown) => (metadata[k] = v)
-    },
-    sessionContext: { kernelChanged: new Signal<unknown, unknown>({}), ready: Promise.resolve(), session: { kernel } }
-  };
+  const context = fakeContext(notebook, kernel, metadata);
   const channel = new BoopChannel(context as any);
   await flush(); // the hello
   comm.answer({ type: 'state', version: 1, state: {} });
