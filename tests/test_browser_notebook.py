@@ -173,6 +173,9 @@ def test_an_edit_from_what_the_model_read_before_the_user_typed_is_refused_by_th
     page.keyboard.press('Control+End')
     page.keyboard.type('  # checked by hand')
     until(page, app, f"{SOURCES}[{TOTAL_CELL}] === {json.dumps(TYPED)}", 'the typing')
+    # the page has told the kernel of the typing (within its half-second), and that message is held: the kernel has
+    # not heard when the user says yes (answered sooner, the yes raced the page's timer)
+    until(page, app, 'window.__held.length >= 1', "the page's news of the typing, held")
     answer_stdin(page, app, question)
     wait_for_chat(app, srv, 2)
     until(page, app, f"{KERNEL_STATUS} === 'idle' && {PANEL}.content.widgets[{ASK_CELL}].model.executionCount", 'the prompt done')
