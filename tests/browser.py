@@ -14,7 +14,7 @@ the screenshots. Selectors come from js/src: the toolbar item `[data-jp-item-nam
 `data-boop-status` and `data-boop-pending`, code actions `[data-boop-action]`.
 """
 
-import importlib.util, json, os, re, signal, struct, subprocess, sys, time, urllib.request
+import importlib.util, json, os, re, shutil, signal, struct, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
 import nbformat, psutil, pytest
 from conftest import _LEAKY
@@ -70,15 +70,19 @@ class Jupyter:
             self.kernelspec(tmp/'jupyter-path', COVERAGE_PROCESS_CONFIG=traced)
             env['JUPYTER_PATH'] = os.pathsep.join(p for p in (str(tmp/'jupyter-path'), env.get('JUPYTER_PATH')) if p)
         # JUPYTER_DATA_DIR: the notebook signatures (trust) stay in the test's folder; extensions are in sys.prefix
+        # the kernels talk over local sockets (ipc), not TCP ports: a port the server picked for a kernel could be taken
+        # by another process before the kernel bound it, and the server restarts a kernel on the same ports (CI saw a
+        # kernel fail five times so); a short runtime folder keeps the socket paths under the OS's 107 characters
+        self.runtime = Path(tempfile.mkdtemp(prefix='boop-rt-'))
         self.env = dict(env, OLLAMA_HOST=ollama_host, IPYTHONDIR=str(self.ipython_dir), XDG_CONFIG_HOME=str(tmp/'xdg'),
-                        JUPYTER_CONFIG_DIR=str(tmp/'jupyter-config'), JUPYTER_RUNTIME_DIR=str(tmp/'runtime'),
+                        JUPYTER_CONFIG_DIR=str(tmp/'jupyter-config'), JUPYTER_RUNTIME_DIR=str(self.runtime),
                         JUPYTER_DATA_DIR=str(tmp/'jupyter-data'), BOOPITER_DEADDROP_DIR=str(tmp/'dead_drop'),
                         JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(tmp/'workspaces'))
         module = {'lab': 'jupyterlab', 'notebook': 'notebook'}[app]
         args = [sys.executable, '-m', module, '--allow-root', '--no-browser', '--ServerApp.ip=127.0.0.1',
                 f'--ServerApp.port={self.port}', '--ServerApp.port_retries=0', f'--IdentityProvider.token={TOKEN}',
                 f'--ServerApp.root_dir={self.root}', '--LabApp.expose_app_in_browser=True', '--LabApp.news_url=',
-                '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate']
+                '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate', '--KernelManager.transport=ipc']
         if app == 'notebook': args.append('--JupyterNotebookApp.expose_app_in_browser=True')
         if importlib.util.find_spec('jupyter_collaboration'): args.append('--YDocExtension.disable_rtc=True')
         with open(self.log_path, 'wb') as log:
@@ -138,6 +142,7 @@ class Jupyter:
         _, alive = psutil.wait_procs(kernels, timeout=10)
         for p in alive: p.kill()
         psutil.wait_procs(alive, timeout=5)
+        shutil.rmtree(self.runtime, ignore_errors=True)
         return alive
 
 

@@ -50,17 +50,23 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(autouse=True)
 def untraced_when_timed(request):
     """A test marked `timed` measures how its code's time grows (rates and ratios): coverage's tracer, which would
-    multiply the time of every Python call it makes, is paused while it runs (the lines it runs are covered by others)."""
-    cov = None
-    if request.node.get_closest_marker('timed') and 'coverage' in sys.modules:
-        import coverage
-        cov = coverage.Coverage.current()
-    if cov is None:
+    multiply the time of every Python call it makes, is paused while it runs (the lines it runs are covered by others),
+    and so is the garbage collector, whose full passes grow with whatever else the test process holds."""
+    if not request.node.get_closest_marker('timed'):
         yield
         return
-    cov.stop()
+    import gc
+    cov = None
+    if 'coverage' in sys.modules:
+        import coverage
+        cov = coverage.Coverage.current()
+    if cov: cov.stop()
+    gc.collect()
+    gc.disable()
     try: yield
-    finally: cov.start()
+    finally:
+        gc.enable()
+        if cov: cov.start()
 
 
 @pytest.fixture(autouse=True)
