@@ -3,7 +3,7 @@ every browser test: each test writes its own notebooks, and its kernels are shut
 chromium driven by playwright (one per module, a fresh browser context per test), and helpers that act as a user does
 and wait for conditions (never for time).
 
-    from browser import app, chromium, lab, nb7, page, artifacts   # the fixtures
+    from browser import app, lab, nb7, page, artifacts   # the fixtures
 
     @both_apps                                  # once in JupyterLab 4, once in Notebook 7
     def test_x(app, page, srv): ...             # `app`: that server; its kernels are shut down after the test
@@ -14,7 +14,7 @@ the screenshots. Selectors come from js/src: the toolbar item `[data-jp-item-nam
 `data-boop-status` and `data-boop-pending`, code actions `[data-boop-action]`.
 """
 
-import importlib.util, json, os, re, shutil, signal, struct, subprocess, sys, tempfile, time, urllib.request
+import contextlib, importlib.util, json, os, re, shutil, signal, struct, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
 import nbformat, psutil, pytest
 from conftest import _LEAKY
@@ -146,13 +146,18 @@ class Jupyter:
         return alive
 
 
-@pytest.fixture(scope='module')
-def chromium():
+@contextlib.contextmanager
+def browsing():
+    """Debian's chromium and one context in it (conftest's `browsing`, once a session): its HTTP and compiled-code
+    caches open JupyterLab faster on every page after the first. The `page` fixture leaves nothing behind in it."""
     chromium_or_skip()
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try: yield browser
+        try:
+            context = browser.new_context(viewport={'width': 1280, 'height': 1000})
+            try: yield context
+            finally: context.close()
         finally: browser.close()
 
 
@@ -199,10 +204,13 @@ def both_apps(fn):
 
 
 @pytest.fixture
-def page(chromium):
-    context = chromium.new_context(viewport={'width': 1280, 'height': 1000})
-    try: yield context.new_page()
-    finally: context.close()
+def page(browsing):
+    "A new page in the session's browser context; it, any page it opened and any permission granted go afterwards."
+    page = browsing.new_page()
+    try: yield page
+    finally:
+        for p in browsing.pages: p.close()
+        browsing.clear_permissions()
 
 
 @pytest.fixture
@@ -245,7 +253,7 @@ def saved_reply(saved, cell):
 def until(page, server, js, what, timeout=60, arg=None):
     "Wait for the JavaScript expression `js` to be truthy; on timeout fail with the server's log."
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    try: return page.wait_for_function(f'(arg) => {js}', arg=arg, timeout=timeout * 1000, polling='raf')
+    try: return page.wait_for_function(f'(arg) => {js}', arg=arg, timeout=timeout * 1000, polling=100)
     except PlaywrightTimeout:
         raise AssertionError(f'no {what} after {timeout} s; server log:\n{server.log_tail()}') from None
 

@@ -91,6 +91,13 @@ def jupyter_servers(server, tmp_path_factory):
     with Servers(tmp_path_factory, server.host) as s: yield s
 
 
+@pytest.fixture(scope='session')
+def browsing():
+    "The browser tests' chromium and its one context (tests/browser.py), started when a test first needs it."
+    from browser import browsing
+    with browsing() as context: yield context
+
+
 @pytest.fixture
 def srv(server):
     "The session's test server, reset for this test."

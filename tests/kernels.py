@@ -14,7 +14,7 @@ Widgets are followed as a frontend follows them (`comm_open`, then `update` mess
 find one by its state and act on it the way a browser would (`set_widget`, `click`).
 """
 
-import os, queue, threading, time
+import os, queue, tempfile, threading, time, uuid
 from dataclasses import dataclass, field
 from jupyter_client.manager import KernelManager
 
@@ -45,7 +45,8 @@ class Result:
 class KernelSession:
     "One real kernel; `run` executes code and returns a `Result`."
     def __init__(self, cwd, env=None, startup_timeout=60):
-        self.km = KernelManager(kernel_name='python3')
+        # local sockets (ipc), not TCP: no port that another process could take between its choice and the kernel's bind
+        self.km = KernelManager(kernel_name='python3', transport='ipc', ip=f'{tempfile.gettempdir()}/boop-k-{uuid.uuid4().hex[:12]}')
         full_env = {**os.environ, **(env or {})}
         self.km.start_kernel(cwd=str(cwd), env={k: v for k,v in full_env.items() if v is not None})
         self.kc = self.km.client()

@@ -14,7 +14,7 @@ from browser import (KERNEL, KERNEL_STATUS, check_png, MENU_BUTTON, MENU_PHASE, 
                      REPLY_MIME, answering, auto_model, both_apps, cells, clear_counts, in_both_themes, load_from_menu, open_menu, open_notebook,
                      read, record, recorded, reply, reply_done, run_all, run_cell, save, saved_reply,
                      until, until_answering, wait_all_ran, wait_for_chat, write_notebook)
-from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
+from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 from ollama_server import normalize_model
 
 pytestmark = pytest.mark.slow

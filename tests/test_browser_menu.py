@@ -17,7 +17,7 @@ from browser import (BINDING_MIME, KERNEL, KERNEL_STATUS, MENU_BUTTON, MENU_ITEM
                      SERVER_MODELS, answering, auto_model, both_apps, cells, clear_counts, code, execute_silently,
                      load_from_menu, open_menu, open_notebook, read, reply_done, run_all, run_cell, save, screenshot,
                      set_theme, until, until_answering, wait_all_ran, wait_for_chat, write_notebook)
-from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
+from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 from ollama_server import free_port
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ import pytest
 from browser import (KERNEL, KERNEL_STATUS, OUTPUT_TEXTS, PANEL, REPLY_MIME, both_apps, cells, in_both_themes,
                      load_boopiter, open_notebook, read, reply, reply_done, run_all, run_cell, save, saved_reply, screenshot, until,
                      wait_all_ran, wait_for_chat, write_notebook)
-from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
+from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
 SECRET = 'The launch code is Mars-7.'

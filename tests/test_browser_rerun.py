@@ -14,7 +14,7 @@ from nbclient import NotebookClient
 from browser import (KERNEL_STATUS, MENU_PANEL, PANEL, both_apps, cells, load_from_menu,
                      open_menu, open_notebook, read, reply, reply_done, run_all, run_cell, save,
                      saved_reply, screenshot, until, wait_all_ran, wait_for_chat, write_notebook)
-from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
+from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
 QUESTION = 'How do I reverse a list in Python?'

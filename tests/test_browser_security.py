@@ -14,7 +14,7 @@ Harness: tests/browser.py.
 import nbformat, pytest
 from browser import (PANEL, REPLY_MIME, both_apps, code, load_boopiter, open_notebook, reply, reply_done, run_cell,
                      until, write_notebook)
-from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
+from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
 

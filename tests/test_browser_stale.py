@@ -5,7 +5,7 @@ the click asks the model and keeps the replaced answer, folded, as the previous 
 import pytest
 from browser import (KERNEL_STATUS, PANEL, both_apps, open_notebook, reply, reply_done, run_all, save, screenshot,
                      until, wait_for_chat, write_notebook)
-from browser import app, chromium, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
+from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
 

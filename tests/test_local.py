@@ -8,6 +8,7 @@ from kernels import KernelSession
 from boopiter_ext.models.local import LocalModel, gguf_path
 
 pytestmark = pytest.mark.slow
+LOAD = '%load_ext boopiter_ext\n%config BoopMagics.max_tokens = 24'   # the tiny model may ramble to its window's end
 PID = "get_ipython().magics_manager.registry['BoopMagics'].router.local.pid"
 
 
@@ -36,7 +37,7 @@ def test_gguf_is_found_without_importing_its_package():
 
 def test_answers_a_prompt_cell_when_no_ollama_is_reachable_and_stops_with_the_kernel(tmp_path):
     with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
-        k.run('%load_ext boopiter_ext')
+        k.run(LOAD)
         k.run('numbers = [47, 23]')
         res = k.run('%%prompt\nWhat is 47 + 23? Answer in one short sentence.', timeout=180)
         assert res.status == 'ok', res.outputs
@@ -55,7 +56,7 @@ def test_answers_a_prompt_cell_when_no_ollama_is_reachable_and_stops_with_the_ke
 def test_engine_dies_even_if_the_kernel_is_killed(tmp_path):
     k = KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'})
     try:
-        k.run('%load_ext boopiter_ext')
+        k.run(LOAD)
         assert k.run('%%prompt -m local/smollm2-135m\nSay hi.', timeout=180).status == 'ok'
         pid = int(k.value(PID))
     finally:
@@ -66,7 +67,7 @@ def test_engine_dies_even_if_the_kernel_is_killed(tmp_path):
 
 def test_unload_stops_the_engine(tmp_path):
     with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
-        k.run('%load_ext boopiter_ext')
+        k.run(LOAD)
         assert k.run('%%prompt -m local/smollm2-135m\nSay hi.', timeout=180).status == 'ok'
         pid = int(k.value(PID))
         k.run('%unload_ext boopiter_ext')
@@ -94,9 +95,8 @@ def test_an_openai_compatible_server_is_listed_and_its_model_answers_when_picked
     try:
         base = server.ensure() + '/v1'
         with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
-            k.run('%load_ext boopiter_ext')
+            k.run(LOAD)
             k.run(f"%config BoopMagics.api_base = '{base}'")
-            k.run('%config BoopMagics.max_tokens = 24')   # without a limit the tiny model may ramble to its window's end
             listed = k.run('%boop models').text
             [model] = [line.split()[0] for line in listed.splitlines() if line.startswith('openai/')]
             assert 'local/smollm2-135m' in listed and 'ollama (not listed now): Ollama is not reachable' in listed
@@ -153,7 +153,7 @@ def test_the_tiny_model_proposes_a_python_block_that_the_tool_loop_parses(tmp_pa
     blocks say (`loop_follows_the_blocks`), for any reply. The model samples, so a reply may hold no block (it answered
     `117` five times in a row once): it is asked again, up to five times, for one that does, and every reply is checked."""
     with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
-        k.run('%load_ext boopiter_ext')
+        k.run(LOAD)
         k.run('%config BoopMagics.max_tokens = 200')
         k.run('%boop tools kernel off files off')
         k.run('from boopiter_ext import add_tool\n@add_tool\ndef add_numbers(a:int, b:int)->int:\n'

@@ -2,10 +2,11 @@
  * A prompt cell's saved reply is never cleared before what replaces it exists.
  *
  * JupyterLab clears a cell's outputs as its execution is scheduled. For a prompt cell with a saved reply, the saved
- * outputs come back at once and stay (dimmed while the cell waits) until the kernel sends the first output of the run;
- * if the run then ends without a new reply (the magic not found, an interrupt before any token, a server that could not
- * be reached), the saved outputs are put back with the run's error after them. A run aborted by an earlier error sends
- * nothing, so the saved reply simply stays. So a notebook never shows, or autosaves, less than it had.
+ * outputs come back at once and stay (dimmed while the cell waits) until the kernel sends the run's first display (its
+ * reply view); a stream or an error before that goes after them (the magic not found). If the run then ends without a
+ * new reply (an interrupt before any token, a server that could not be reached), the saved outputs are put back with
+ * the run's error after them. A run aborted by an earlier error sends nothing, so the saved reply simply stays. So a
+ * notebook never shows, or autosaves, less than it had.
  *
  * Outputs put back keep the trust they had: a notebook that was not trusted does not become trusted by a rerun.
  * The decisions are pure functions (`hasNewReply`, `restored`), unit-tested; `keepSavedReplies` does it in the page.
@@ -19,8 +20,12 @@ import { REPLY_MIME, SETTINGS_MIME, WIDGET_MIME } from '../protocol/constants';
 /** While a prompt cell waits with its saved outputs shown: they are about to be replaced, or to stay. */
 export const QUEUED_CLASS = 'boop-mod-queued';
 
-/** The kernel's messages that put an output in the cell: the first one replaces what was saved. */
-const OUTPUT_MESSAGES = new Set(['stream', 'display_data', 'execute_result', 'error', 'clear_output']);
+/**
+ * The kernel's messages that replace what was saved: the first display (a reply's view) or a clearing. A stream or an
+ * error before one (a warning, the magic not found) goes after the saved outputs, where it stays if nothing replaces
+ * them: the saved reply is on screen every moment of a run that brings no new one.
+ */
+const REPLACING = new Set(['display_data', 'execute_result', 'clear_output']);
 
 /** What boopiter's own renderers draw (all safe, ranked above the rest of a bundle). */
 const OWN_MIMES = [REPLY_MIME, SETTINGS_MIME, WIDGET_MIME];
@@ -118,11 +123,13 @@ export function keepSavedReplies(cell: CodeCell): void {
     show(saved);
     cell.addClass(QUEUED_CLASS);
     future.registerMessageHook((msg: KernelMessage.IIOPubMessage) => {
-      if (!replaced && OUTPUT_MESSAGES.has(msg.header.msg_type) && !cell.isDisposed) {
-        replaced = true; // the run's first output: from here the cell shows the run
+      if (!replaced && REPLACING.has(msg.header.msg_type) && !cell.isDisposed) {
+        replaced = true; // the run's first display: from here the cell shows the run
         cell.removeClass(QUEUED_CLASS);
+        const before = area.model.toJSON().slice(saved.length); // what the run printed after the saved outputs
         area.model.clear();
         cell.model.trusted = true; // what the kernel sends now is this run's, as for any cell
+        area.model.fromJSON(before);
       }
       return true;
     });
@@ -132,7 +139,7 @@ export function keepSavedReplies(cell: CodeCell): void {
       }
       cell.removeClass(QUEUED_CLASS);
       if (!replaced || area.future !== future) {
-        return; // nothing came (aborted: the saved reply stands), or the cell runs again already
+        return; // no display came (aborted, or only an error line after the saved reply), or the cell runs again
       }
       const back = restored(saved, area.model.toJSON());
       if (back) {
