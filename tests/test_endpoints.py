@@ -323,6 +323,9 @@ def test_on_a_shared_server_only_the_models_this_kernel_loaded_are_unloaded():
             assert c.mine == {'qwen3:1.7b'} and srv.loaded == {'gemma3:4b', 'qwen3:1.7b'}
             for model in ('gemma3:4b', 'qwen3:1.7b'): pump(c.chat(model, MSGS, keep_alive=0), Reply(model))
             assert [c_.get('keep_alive') for c_ in srv.chats()[-2:]] == [None, 0]   # `0` unloads after the reply: only ours
+            deadline = time.monotonic() + 10   # the server unloads once its reply is sent, as Ollama does: after the
+            while 'qwen3:1.7b' in srv.loaded and time.monotonic() < deadline: time.sleep(0.01)   # client read its end
+            assert srv.loaded == {'gemma3:4b'}
             srv.loaded = {'gemma3:4b', 'qwen3:1.7b'}
             assert sync_ollama_loaded(['smollm2:135m'], c) == ['qwen3:1.7b'] and srv.loaded == {'gemma3:4b'}
             srv.reset()
