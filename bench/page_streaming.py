@@ -13,7 +13,7 @@ It was a browser test until 2026-12-05: 150 s per app, and its ratio read 2.1 on
 other worker streaming beside it). Exit status 1 if a target is missed.
 """
 
-import json, sys, tempfile
+import json, shutil, sys, tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,16 +143,18 @@ class _Folders:
 
 
 def main(apps):
-    missed = []
-    with OllamaTestServer() as srv, Servers(_Folders(), srv.host) as servers, browsing() as context:
-        for name in apps:
-            app, page = servers.get(name), context.new_page()
-            srv.reset()
-            try: tasks, figures, miss = measure(app, page, srv)
-            finally:
-                page.close()
-                app.shutdown_kernels()
-            missed += [f'[{name}] {m}' for m in miss]
+    missed, folders = [], _Folders()
+    try:
+        with OllamaTestServer() as srv, Servers(folders, srv.host) as servers, browsing() as context:
+            for name in apps:
+                app, page = servers.get(name), context.new_page()
+                srv.reset()
+                try: *_, miss = measure(app, page, srv)
+                finally:
+                    page.close()
+                    app.shutdown_kernels()
+                missed += [f'[{name}] {m}' for m in miss]
+    finally: shutil.rmtree(folders.root, ignore_errors=True)
     print('\n'.join(missed) or 'every target met')
     return 1 if missed else 0
 

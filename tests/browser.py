@@ -1,7 +1,8 @@
 """The browser tests' harness: a real `jupyter lab` / `jupyter notebook` server per test session (one each, shared by
 every browser test: each test writes its own notebooks, and its kernels are shut down after it), headless Debian
-chromium driven by playwright (one per module, a fresh browser context per test), and helpers that act as a user does
-and wait for conditions (never for time).
+chromium driven by playwright (one browser context a session, whose caches make each page after the first open
+faster; a fresh page per test), and helpers that act as a user does and wait for conditions (never for time; a
+condition is checked every 100 ms, which costs the page less than checking it every frame).
 
     from browser import app, lab, nb7, page, artifacts   # the fixtures
 
