@@ -785,7 +785,8 @@ def _obj(i, body): return b'%d 0 obj\n' % i + body + b'\nendobj\n'
 
 def pdf_bytes(objects:list, root=1)->bytes:
     "A PDF file of `objects` (bytes each, numbered from 1), with its cross-reference table."
-    parts, offsets, at = [b'%PDF-1.4\n'], [], 9
+    parts, offsets = [b'%PDF-1.4\n'], []
+    at = len(parts[0])
     for i,body in enumerate(objects, 1):
         offsets.append(at)
         parts.append(obj := _obj(i, body))
