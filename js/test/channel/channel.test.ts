@@ -2,7 +2,7 @@ import { Signal } from '@lumino/signaling';
 import { describe, expect, it, vi } from 'vitest';
 import type { Kernel } from '@jupyterlab/services';
 import { BoopChannel } from '../../src/channel/channel';
-import { fakeContext } from './context';
+import { fakeContext, fakeKernel } from './context';
 import { SUBSHELL_WAIT_MS, subshellReady } from '../../src/channel/subshell';
 
 function stubs(supports: boolean, mode = 'perCommTarget') {
@@ -91,14 +91,8 @@ function fakeNotebook() {
   const comms: CommStub[] = [];
   const replies: ((status: string) => void)[] = [];
   let target: ((comm: CommStub, msg: unknown) => void) | null = null;
-  const kernel = {
-    info: Promise.resolve({ language_info: { name: 'python' } }),
-    status: 'idle',
-    isDisposed: false,
-    statusChanged: new Signal<unknown, string>({}),
-    anyMessage: new Signal<unknown, unknown>({}),
+  const kernel = fakeKernel({
     registerCommTarget: (_: string, cb: typeof target) => (target = cb),
-    removeCommTarget: () => undefined,
     createComm: () => {
       const comm = new CommStub(`c${comms.length + 1}`, wire);
       comms.push(comm);
@@ -115,7 +109,7 @@ function fakeNotebook() {
       target!(comm, { content: { data: { type: 'announce', version: 1 } } });
       return comm;
     }
-  };
+  });
   const notebook = { cells: [], changed: new Signal<unknown, unknown>({}) };
   const metadata: { [k: string]: unknown } = {};
   const context = fakeContext(notebook, kernel, metadata);

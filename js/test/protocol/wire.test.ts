@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Signal } from '@lumino/signaling';
 import { describe, expect, it, vi } from 'vitest';
 import { BoopChannel } from '../../src/channel/channel';
-import { fakeContext } from '../channel/context';
+import { fakeContext, fakeKernel } from '../channel/context';
 import { PREVIEW_MIME, parsePreview } from '../../src/dryrun/inline';
 import { cleanBinding, parseKernelMessage, parseReplyBundle, parseWidgetPlaceholder } from '../../src/protocol/parse';
 import { REPLY_MIME, SETTINGS_MIME, WIDGET_MIME } from '../../src/protocol/constants';
@@ -185,16 +185,7 @@ async function frontendMessages(): Promise<unknown[]> {
   const metadata: { [k: string]: unknown } = {
     boopiter: { binding: { model: 'qwen3:1.7b', think: 'h', keep_alive: '-1', context_size: 8192, picked_at: new Date().toISOString() } }
   };
-  const kernel = {
-    info: Promise.resolve({ language_info: { name: 'python' } }),
-    status: 'idle',
-    isDisposed: false,
-    statusChanged: new Signal<unknown, string>({}),
-    anyMessage: new Signal<unknown, unknown>({}),
-    registerCommTarget: () => undefined,
-    removeCommTarget: () => undefined,
-    createComm: () => comm
-  };
+  const kernel = fakeKernel({ createComm: () => comm });
   const context = fakeContext(notebook, kernel, metadata);
   const channel = new BoopChannel(context as any);
   await flush(); // the hello
