@@ -116,12 +116,17 @@ def answer_stdin(page, app, question, answer='y'):
     box.press('Enter')
 
 
-@both_apps
-def test_a_notebook_tool_edit_waits_for_yes_in_the_page_and_undo_reverts_it(app, page, srv):
-    path = write_notebook(app.root/'edits.ipynb', EDIT_CELLS)
+def open_edits(page, app, name):
+    "`EDIT_CELLS` as notebook `name`, open with boopiter loaded: (its path, the id of the cell the model edits)."
+    path = write_notebook(app.root/name, EDIT_CELLS)
     open_notebook(page, app, path.name)
     load_boopiter(page, app)
-    cid = page.evaluate(f'() => {PANEL}.content.widgets[{TOTAL_CELL}].model.id')
+    return path, page.evaluate(f'() => {PANEL}.content.widgets[{TOTAL_CELL}].model.id')
+
+
+@both_apps
+def test_a_notebook_tool_edit_waits_for_yes_in_the_page_and_undo_reverts_it(app, page, srv):
+    path, cid = open_edits(page, app, 'edits.ipynb')
     srv.script(f'```python\nread_cell("{cid}")\nedit_cell("{cid}", "total = 1234 * 3")\nadd_cell("{cid}", "print(total)")\n```')
     srv.script('Fixed, and a cell prints it.')
     run_all(page, app)
@@ -158,10 +163,7 @@ TYPED = TOTAL + '  # checked by hand'
 
 @both_apps
 def test_an_edit_from_what_the_model_read_before_the_user_typed_is_refused_by_the_page(app, page, srv):
-    path = write_notebook(app.root/'stale.ipynb', EDIT_CELLS)
-    open_notebook(page, app, path.name)
-    load_boopiter(page, app)
-    cid = page.evaluate(f'() => {PANEL}.content.widgets[{TOTAL_CELL}].model.id')
+    path, cid = open_edits(page, app, 'stale.ipynb')
     srv.script(f'```python\nread_cell("{cid}")\nedit_cell("{cid}", "total = 1234 * 3")\n```')
     srv.script('The cell changed since I read it, so I left it as you wrote it.')
     run_all(page, app)
