@@ -1,6 +1,6 @@
 """The cores behind the brain menu, without a kernel: listing, Ollama's memory, the binding, who answers."""
 
-import json, statistics, time
+import json, statistics, threading, time
 import pytest
 from ollama_server import OllamaTestServer, free_port
 from boopiter_ext.core.binding import BINDING_MIME, binding_bundle, clean_binding, saved_binding, screen_binding, stamp
@@ -76,6 +76,33 @@ def test_ollama_down_keeps_the_last_list_greyed_with_the_reason():
         assert [e.id for e in ollama] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
         assert all('not reachable' in e.offline for e in ollama) and 'not reachable' in down.problems['ollama']
         assert ollama[0].label.endswith('offline')
+    finally:
+        srv.stop()
+        router.close()
+
+
+def test_a_source_back_but_slower_than_the_grace_is_listed_again_once_it_answers():
+    """Ollama was down; back, it answers after the refresh that asked it returned (a down source gets only `grace`):
+    that listing marks it offline, then `on_back` lists again, once (the relist does not follow a slow source)."""
+    router, srv = Router(), OllamaTestServer(show_delay=0.3).start()
+    try:
+        catalog, backs, relisted = Catalog(router), [], threading.Event()
+        def on_back(settings):
+            backs.append(settings)
+            backs.append(catalog.refresh(settings, follow=False))
+            relisted.set()
+        catalog.on_back = on_back
+        assert 'ollama' in catalog.refresh(settings_for(f'127.0.0.1:{free_port()}')).problems   # down
+        assert backs == []                                       # a failure is no answer: nothing to list again
+        s = settings_for(srv.host)
+        late = catalog.refresh(s)                                # back, but /api/show takes 0.3 s: past the grace
+        assert 'ollama' in late.problems and not [e for e in late.entries if e.source == 'ollama' and not e.offline]
+        assert relisted.wait(10) and backs[0] is s
+        again = backs[1]
+        assert 'ollama' not in again.problems and catalog.last is again
+        assert [e.id for e in again.entries if e.source == 'ollama' and not e.offline] == ['gemma3:4b', 'qwen3:1.7b', 'smollm2:135m']
+        time.sleep(0.5)
+        assert len(backs) == 2                                   # once: the relist itself is not followed
     finally:
         srv.stop()
         router.close()

@@ -118,6 +118,7 @@ class Assistant:
         if self._catalog is None:
             from ..models.catalog import Catalog
             self._catalog = Catalog(self.router)
+            self._catalog.on_back = self._relist
         return self._catalog
 
     def close(self):
@@ -583,11 +584,17 @@ class Assistant:
         except Exception: return log.debug('boopiter_ext: the catalog could not take what a prompt saw', exc_info=True)
         if changed == 'down': self._tell_state()
         elif changed == 'up':   # its models and the automatic choice: listed again, off the main thread
-            def relist():
-                try: self.catalog.refresh(settings)
-                except Exception: log.debug('boopiter_ext: listing the models again failed', exc_info=True)
-                self._tell_state()
-            threading.Thread(target=relist, name='boopiter-relist', daemon=True).start()
+            threading.Thread(target=self._relist, args=(settings,), name='boopiter-relist', daemon=True).start()
+
+    def _relist(self, settings):
+        """A server the menu shows offline is up (a prompt reached it, or it answered after the listing was made): list
+        the models and the automatic choice again, and tell the menu. Not followed further: a server slower than the
+        catalog's patience each time is listed once more, not polled."""
+        catalog = self._catalog
+        if catalog is None: return   # closed meanwhile
+        try: catalog.refresh(settings, follow=False)
+        except Exception: log.debug('boopiter_ext: listing the models again failed', exc_info=True)
+        self._tell_state()
 
     def _tell_state(self):
         for listener in list(self.state_listeners):

@@ -173,10 +173,12 @@ class Catalog:
     "The models in reach, refreshed on demand; remembers each source's last good list, and which sources are down."
     patience = 5.0   # seconds a refresh waits for a source; one that takes longer lands with a later refresh
     grace = 0.02     # seconds a refresh waits, after the others, for a source that was down last time
+    on_back = None   # on_back(settings): a source the last listing marks offline, still asked then, answered since
 
     def __init__(self, router):
         self.router, self.last, self.listed, self._good = router, Listing(), False, {}
         self._down, self._asking, self._lock = {}, {}, threading.Lock()   # source -> why; (source, config) -> Future
+        self._late = {}   # source -> the Future the last listing did not wait for
 
     def sources(self, settings)->dict:
         "{source: (what it asks, fn)}: the built-in sources, each named endpoint's after `endpoint`, in menu order."
@@ -202,8 +204,13 @@ class Catalog:
                 self._good[name] = fut.result()
                 self._down.pop(name, None)
 
-    def refresh(self, settings)->Listing:
-        "Ask every source (in parallel); a failing or silent source keeps its last good entries, marked offline."
+    def refresh(self,
+                settings,      # Resolved settings
+                follow=True,   # Whether a source still silent when this returns is listed again once it answers
+               )->Listing:
+        """Ask every source (in parallel); a failing or silent source keeps its last good entries, marked offline. One
+        that answers well after this returned (a down source gets only `grace`, a busy Ollama can take longer) calls
+        `on_back(settings)`, so the menu does not show it offline until it is opened again."""
         jobs = {n: self._ask(n, config, fn) for n,(config, fn) in self.sources(settings).items()}
         with self._lock: down = {n for n in jobs if n in self._down}
         # the choice a prompt makes, asked alongside; not of an Ollama that was down (it would answer with the listing)
@@ -222,8 +229,19 @@ class Catalog:
                 if key not in seen: seen.add(key); listing.entries.append(e)
         if 'ollama' not in listing.problems and auto and auto.done() and auto.exception() is None:
             listing.auto = auto.result()[0]   # kept per kernel by the router
-        self.last, self.listed = listing, True
+        with self._lock: self.last, self.listed, self._late = listing, True, {}
+        if follow and self.on_back is not None:
+            for n,fut in jobs.items():
+                if n in listing.problems and not fut.done(): self._late[n] = fut
+            for n,fut in list(self._late.items()): fut.add_done_callback(partial(self._answered_late, n, settings))
         return listing
+
+    def _answered_late(self, name, settings, fut):
+        "Source `name`, silent when the last listing was made, answered: list again if it answered well."
+        with self._lock:
+            if self._late.get(name) is not fut: return   # a newer listing asked again
+            del self._late[name]
+        if fut.exception() is None: self.on_back(settings)
 
     @staticmethod
     def source_of(model, settings)->str|None:
