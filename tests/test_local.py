@@ -7,7 +7,7 @@ from ollama_server import free_port
 from kernels import KernelSession
 from boopiter_ext.models.local import LocalModel, gguf_path
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.embedded]
 LOAD = '%load_ext boopiter_ext\n%config BoopMagics.max_tokens = 24'   # the tiny model may ramble to its window's end
 PID = "get_ipython().magics_manager.registry['BoopMagics'].router.local.pid"
 

@@ -44,6 +44,7 @@ def test_every_notebook_is_tested():
         assert any('recorded from a scripted server' in c.source for c in nbformat.read(NBS/f'{name}.ipynb', 4).cells)
 
 
+@pytest.mark.embedded
 def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
     """The README's main job, for real: `boopiter-run nbs/00_tour.ipynb` with no Ollama in reach. The reader sees the
     cells, the loop's output, `%boop status`, the embedded model's start and its reading of the prompt, and each reply
@@ -331,6 +332,7 @@ def test_first_hour_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert 'host      127.0.0.1:9 (%config)' in without
 
 
+@pytest.mark.embedded
 def test_first_hour_howto_without_ollama_on_the_embedded_model(tmp_path, monkeypatch):
     "The new user's path with no Ollama and no cassette: the status says why, and the tiny embedded model answers."
     monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')

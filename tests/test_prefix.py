@@ -98,6 +98,7 @@ def test_an_auto_prompt_leaves_the_system_prompt_as_it_was(assistant):
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_the_embedded_model_evaluates_only_what_is_new(tmp_path):
     """Four prompts in a real kernel: from the second on, llama.cpp's cache holds the whole previous request, and
     it processes only what is new since then, plus at most the previous reply: the reply goes back as text, and a

@@ -16,6 +16,9 @@ from boopiter_ext.tools.blocks import _SHOWN, _fences, python_blocks
 from boopiter_ext.render.sanitize import SafeStream, fence, normalize, safe_markdown, vet_url
 from strategies import AWKWARD, awkward_text, fenced_python, hostile_markdown, js_url, markdown_docs
 from test_sanitize import assert_inert, frontends, problems  # noqa: F401  (frontends is a fixture)
+import pytest
+
+pytestmark = pytest.mark.corpus   # generated inputs: coverage's tracer is paused (tests/conftest.py)
 
 SOME = settings(max_examples=300, deadline=None)
 PY = ('python', 'py', 'python3', 'ipython')

@@ -15,6 +15,9 @@ from boopiter_ext.models.stream import Reply
 from boopiter_ext.tools.loop import tool_blocks
 from strategies import AWKWARD, NAMES, fenced_python, json_values, tool_blocks as blocks
 from test_guards import TOOLS
+import pytest
+
+pytestmark = pytest.mark.corpus   # generated inputs: coverage's tracer is paused (tests/conftest.py)
 
 SOME = settings(max_examples=300, deadline=None)
 NS = dict(df=object(), label='sales')

@@ -16,6 +16,8 @@ from boopiter_ext.settings import DEFAULTS, SETTINGS, THINK_LEVELS, check_settin
 from boopiter_ext.models.stream import Reply
 from strategies import awkward_text, json_objects, json_values
 
+pytestmark = pytest.mark.corpus   # generated inputs: coverage's tracer is paused (tests/conftest.py)
+
 SOME = settings(max_examples=200, deadline=None)
 _n = itertools.count()
 

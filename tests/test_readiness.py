@@ -310,6 +310,7 @@ def peek(k, expr):
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_the_first_prompt_finds_the_notebook_in_the_embedded_models_cache(tmp_path):
     with KernelSession(tmp_path, env={'OLLAMA_HOST': f'127.0.0.1:{free_port()}'}) as k:
         k.run('%load_ext boopiter_ext')
@@ -327,6 +328,7 @@ def test_the_first_prompt_finds_the_notebook_in_the_embedded_models_cache(tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 def test_a_cell_cancels_a_warm_up_of_the_real_engine_within_a_batch(shell, monkeypatch):
     "The server gives its one slot back at the end of the batch it is reading (128 tokens), not of the whole prompt."
     import requests

@@ -86,6 +86,7 @@ def test_fixed_attacks_render_nothing_active_in_lab_or_vscode(frontends):
     assert sum(bool(r["lab"] or r["vscode"]) for r in raw) >= 0.6 * len(docs)
 
 
+@pytest.mark.corpus
 @pytest.mark.heavy   # 30 s; the fixed attacks above are the fast one of this class
 def test_a_generated_corpus_renders_nothing_active(frontends):
     docs = documents(4000, seed=12)
@@ -94,6 +95,7 @@ def test_a_generated_corpus_renders_nothing_active(frontends):
     assert sum(bool(r['lab'] or r['vscode']) for r in frontends(docs)) > 2000   # the corpus is hostile
 
 
+@pytest.mark.corpus
 @pytest.mark.heavy   # the fast one: test_every_streaming_update_sends_blocks_that_are_each_safe
 def test_every_streaming_update_is_safe(frontends):
     rng, docs, safe = random.Random(5), documents(150, seed=99), []
@@ -220,6 +222,7 @@ def assert_inert(out):
     assert not re.search(r'<img src="(https?:)?//', html)
 
 
+@pytest.mark.corpus
 @pytest.mark.heavy   # the fast ones: test_properties.py's hostile Markdown
 @settings(max_examples=400, deadline=None)
 @given(HOSTILE)
@@ -257,6 +260,7 @@ def test_every_markdown_a_kernel_sends_is_safe_streamed_reused_and_dead_drop(ker
     assert not found, [(f['lab'], f['vscode']) for f in found[:2]]
 
 
+@pytest.mark.corpus
 @pytest.mark.heavy
 def test_everything_else_a_reply_shows_is_safe_too(frontends):
     "Tool rounds, the loop's summary, notes, warnings and model names set among our own Markdown: the same checks."
@@ -428,6 +432,7 @@ def test_a_block_nested_past_the_limit_keeps_what_follows_it():
     assert len(nested) == 2 and 'deeper' in nested[0] and nested[1] == 'out'
 
 
+@pytest.mark.corpus
 @pytest.mark.heavy   # 15 s; the fast one is above
 def test_no_construct_raises_even_nested_far_past_the_recursion_limit():
     size = 6 * sys.getrecursionlimit()   # nested forms: over a thousand levels deep
@@ -444,6 +449,7 @@ NESTERS = st.sampled_from([o for o, _ in INLINE.values()] + [c for _, c in INLIN
                                                                                                   '\n\n', '  ', 'a'])
 
 
+@pytest.mark.corpus
 @pytest.mark.heavy
 @settings(max_examples=40, deadline=None)
 @given(st.lists(NESTERS, min_size=200, max_size=3000))
