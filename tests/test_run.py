@@ -249,6 +249,18 @@ def test_record_then_replay_on_the_command_line_answers_offline_and_a_changed_pr
     assert missing.returncode == 2 and 'no notebook at' in missing.stderr
 
 
+def test_nbformat_is_imported_without_the_iri_parsers_and_still_validates():
+    "A headless run's nbformat import: without rfc3987_syntax's 38 parsers (2.8 s), and nothing left in sys.modules."
+    code = ("import sys; from boopiter_ext.faces.run import import_nbformat; nbformat = import_nbformat(); "
+            "import jsonschema; "
+            "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1')]); nbformat.validate(nb); "
+            "bad = nbformat.v4.new_notebook(); bad.cells.append({'cell_type': 'code'}); "
+            "print(sorted(k for k in sys.modules if k.startswith('rfc3987')), nbformat.validator.isvalid(bad), "
+            "'rfc3987_syntax' in sys.modules)")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.split() == ['[]', 'False', 'False'], out.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_a_usage_error_that_stops_the_run_is_printed_and_counted(tmp_path):
     "IPython sends a `UsageError` as stderr text, not as an error message: the run shows it once and counts it."

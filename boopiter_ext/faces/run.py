@@ -267,6 +267,18 @@ def _kernel_manager(name):
     return AsyncKernelManager(kernel_name=name, transport='ipc', ip=str(runtime/f'boopiter-{uuid.uuid4().hex[:12]}'))
 
 
+def import_nbformat():
+    """`nbformat`, imported without the IRI syntax checks jsonschema adds when `rfc3987_syntax` is installed (Jupyter's
+    own dependencies install it): that module builds 38 parsers when imported, 2.8 s of nbformat's 3.7 s here, on
+    every headless run. No notebook schema has an IRI format, and nbformat checks no formats."""
+    if not {'nbformat', 'jsonschema', 'rfc3987_syntax'} & set(sys.modules):
+        sys.modules['rfc3987_syntax'] = None   # its import raises ImportError: jsonschema leaves those two checks out
+        try: import nbformat
+        finally: del sys.modules['rfc3987_syntax']
+    import nbformat
+    return nbformat
+
+
 def run_notebook(
     path:Path,             # Notebook to execute
     output:Path=None,      # Where to save the executed copy (None: don't save)
@@ -276,7 +288,7 @@ def run_notebook(
     live:bool=False,       # `write` goes to a terminal: the waiting line is rewritten in place
 )->bool:                   # True if every cell ran without error
     "Execute `path` headless, printing each cell, its output and each reply as they come, then the totals."
-    import nbformat
+    nbformat = import_nbformat()
     from nbclient.exceptions import CellExecutionError
     path = Path(path).resolve()
     nb = nbformat.read(path, as_version=4)
