@@ -73,7 +73,7 @@ def pytest_sessionfinish(session):
 
 
 @pytest.fixture(autouse=True)
-def untraced_when_timed(request):
+def untraced_when_timed_or_corpus(request):
     """A test marked `timed` measures how its code's time grows (rates and ratios): coverage's tracer, which would
     multiply the time of every Python call it makes, is paused while it runs (the lines it runs are covered by others),
     and so is the garbage collector, whose full passes grow with whatever else the test process holds. A `corpus` test
