@@ -28,24 +28,24 @@ def clean_environ(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
-# whole files of minutes of CPU: the generated corpora of the property tests, the frontend's vitest and the lint; and
+# whole files of minutes of CPU: the frontend's vitest and the lint; and
 # litellm's tests (importing it costs 3-4 s a process)
-_HEAVY_FILES = {'test_properties.py', 'test_properties_calls.py', 'test_properties_files.py', 'test_frontend_units.py',
-               'test_lint.py', 'test_litellm.py'}
+_HEAVY_FILES = {'test_frontend_units.py', 'test_lint.py', 'test_litellm.py'}
 
 
 @pytest.hookimpl(tryfirst=True)   # before pytest-xdist's own, which reads the groups (it runs first otherwise)
 def pytest_collection_modifyitems(items):
     """A test that takes the `kernel` fixture (directly or through another fixture) starts a kernel: it is `slow`. One
     that takes seconds of CPU in this process is `heavy`: a `timed` one (it measures rates at sizes that take seconds),
-    every test of `_HEAVY_FILES`, and the generated corpora marked so. The fast tests (`-m 'not slow and not heavy'`)
+    every test of `_HEAVY_FILES`, and every generated corpus (`corpus`). The fast tests (`-m 'not slow and not heavy'`)
     are what is left; mutation testing (tests/mutation.py) runs the heavy ones too.
     Under pytest-xdist (`-n 2 --dist loadgroup`) the browser tests share one worker, so its Jupyter servers start once
     (`jupyter_servers`), and the tests that run the embedded model (`embedded`) share one worker's cores one at a time."""
     for item in items:
         if 'kernel' in getattr(item, 'fixturenames', ()) and not item.get_closest_marker('slow'):
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker('timed') or item.path.name in _HEAVY_FILES: item.add_marker(pytest.mark.heavy)
+        if item.get_closest_marker('timed') or item.get_closest_marker('corpus') or item.path.name in _HEAVY_FILES:
+            item.add_marker(pytest.mark.heavy)
         name = item.path.name
         if name.startswith('test_browser'): item.add_marker(pytest.mark.xdist_group('browser'))
         elif item.get_closest_marker('embedded'): item.add_marker(pytest.mark.xdist_group('embedded'))

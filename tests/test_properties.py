@@ -9,6 +9,7 @@ a `>` after four spaces. Strategies: tests/strategies.py.
 """
 
 import html, re
+import pytest
 from hypothesis import example, given, settings, strategies as st
 from markdown_it import MarkdownIt
 from boopiter_ext.context.build import fenced
@@ -16,7 +17,6 @@ from boopiter_ext.tools.blocks import _SHOWN, _fences, python_blocks
 from boopiter_ext.render.sanitize import SafeStream, fence, normalize, safe_markdown, vet_url
 from strategies import AWKWARD, awkward_text, fenced_python, hostile_markdown, js_url, markdown_docs
 from test_sanitize import assert_inert, frontends, problems  # noqa: F401  (frontends is a fixture)
-import pytest
 
 pytestmark = pytest.mark.corpus   # generated inputs: coverage's tracer is paused (tests/conftest.py)
 
