@@ -46,9 +46,13 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker('timed') or item.get_closest_marker('corpus') or item.path.name in _HEAVY_FILES:
             item.add_marker(pytest.mark.heavy)
-        name = item.path.name
-        if name.startswith('test_browser'): item.add_marker(pytest.mark.xdist_group('browser'))
+        if _in_browser(item.nodeid): item.add_marker(pytest.mark.xdist_group('browser'))
         elif item.get_closest_marker('embedded'): item.add_marker(pytest.mark.xdist_group('embedded'))
+
+
+def _in_browser(nodeid:str)->bool:
+    "Whether the test `nodeid` names is a browser test (tests/test_browser*.py: tests/browser.py's harness)."
+    return nodeid.partition('::')[0].rpartition('/')[2].startswith('test_browser')
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -56,7 +60,7 @@ def pytest_xdist_node_collection_finished(node, ids):
     """Under `--dist loadgroup` the groups hold, or the run stops at once: a worker's collection names each browser test
     with its group (`...@browser`), which pytest 9.2 leaves out (pytest-xdist#1386): the groups were split silently."""
     if node.config.getoption('dist') != 'loadgroup': return
-    lost = [i for i in ids if i.startswith('tests/test_browser') and '@' not in i.rpartition(']')[2]]
+    lost = [i for i in ids if _in_browser(i) and '@' not in i.rpartition(']')[2]]
     if lost: pytest.exit(f'pytest-xdist did not group {lost[0]} and {len(lost) - 1} more: pytest {pytest.__version__} '
                          'ignores its groups (pytest-xdist#1386); install pytest<9.2', returncode=3)
 
