@@ -188,6 +188,22 @@ def test_status_reports_model_endpoint_tools_and_context(shell, srv, monkeypatch
     assert '(OLLAMA_HOST)' in out
 
 
+def test_status_lists_every_setting_that_is_not_a_default_with_where_it_came_from(shell, srv, monkeypatch, capsys, tmp_path):
+    "As the first-hour how-to says: a `max_tokens` in a settings file that cut every reply was nowhere in the status."
+    from boopiter_ext.settings import DEFAULTS
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    (tmp_path/'settings.ini').write_text('[boopiter]\nmax_tokens = 96\nclip = 1000\nsystem_prompt = Answer in French.\n')
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    shell.run_line_magic('config', 'BoopMagics.max_rounds = 3')
+    shell.run_line_magic('boop', 'status')
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines()}
+    ini = tmp_path/'settings.ini'
+    assert rows['max_tokens'] == f'96 ({ini})' and rows['clip'] == f'1000 ({ini})' and rows['max_rounds'] == '3 (%config)'
+    assert rows['system_prompt'] == f'{len("Answer in French.")} characters ({ini})', rows   # its length: one line
+    assert not {'max_reply', 'reuse', 'image_size', 'auto', 'reasoning'} & set(rows)   # defaults, or told in another row
+    assert set(rows) - set(DEFAULTS) == {'endpoint', 'context', 'binding', 'notebook', 'cells', 'replies'}   # the others
+
+
 def test_public_api_is_listed_and_heavy_names_load_on_first_use():
     assert boopiter_ext.__all__ == ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics',
                                     'Assistant', 'OllamaClient', 'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells',

@@ -33,6 +33,13 @@ log = logging.getLogger('boopiter_ext')
 
 
 _CELL_MODEL = re.compile(r'(?:^|\s)(?:-m|--model)(?:\s+|=)(\S+)')   # `%%prompt -m NAME` (the cell's first line)
+# settings `%boop status` tells within another row: the model line, `tools` (auto-run), `context`, `cassette`
+_IN_ROWS = {'model', 'reasoning_model', 'reasoning', 'auto', 'tools', 'context_size', 'cassette', 'cassette_file'}
+
+
+def _shown(key, value)->str:
+    "A setting's value as `%boop status` shows it on one line: the system prompt by its length."
+    return f'{len(value):,} characters' if key == 'system_prompt' else str(value)
 
 
 def folder(nb)->Path|None:
@@ -841,6 +848,8 @@ class Assistant:
             rows['cassette'] = f'replaying {name}' if replaying else f'recording every model turn to {name}'
         rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')
                      if s.source[k] != 'default'})
+        rows.update({k: f'{_shown(k, s[k])} ({s.source[k]})' for k in DEFAULTS   # every other setting that is not a default
+                     if k not in rows and k not in _IN_ROWS and s.source[k] != 'default'})
         runtime, _ = self.config()
         outranked = [f'`%config BoopMagics.{k}` is outranked by the notebook\'s binding ({k} = {s[k]}); '
                      f'`%boop model --clear` or the menu changes it' for k in sorted(runtime)
