@@ -82,6 +82,8 @@ SETTINGS = dict(  # key: (type, default, help)
     keep_alive=(str, '', "How long Ollama keeps the model loaded: minutes (`5`, `-1` = forever) or a duration "
                          "(`30s`). Empty: Ollama's default."),
     max_tokens=(int, 0, "Longest reply in tokens. 0: the model's own limit."),
+    seed=(int, 0, "Sampling seed sent with every request, so that the same prompt to the same model on the same server "
+                  "gets the same reply again. 0: none (the server samples afresh each time)."),
     max_reply=(int, 400_000, "Longest reply boopiter keeps, in characters (answer and reasoning together): a reply that "
                              "grows past it is stopped, marked too long, and what arrived is kept. 0: no bound."),
     think=(str, '', "Reasoning effort for thinking models: `l`, `m`, `h` or `off`. Empty: the model's default. "
@@ -206,6 +208,7 @@ RULES = dict(  # key: (check, what a valid value is). `check_setting` applies th
     context_size=(_within(0, MAX_CONTEXT, int), f'a whole number of tokens from 0 to {MAX_CONTEXT}'),
     keep_alive=(_matches(_KEEP_ALIVE), 'minutes (`5`, `-1`) or a duration (`30s`)'),
     max_tokens=(_within(0, MAX_CONTEXT, int), f'a whole number of tokens from 0 to {MAX_CONTEXT}'),
+    seed=(_within(0, 2**31 - 1, int), f'a whole number from 0 to {2**31 - 1:,}'),
     max_reply=(_within(0, _CHARS, int), f'a whole number of characters from 0 to {_CHARS}'),
     think=(lambda v: isinstance(v, str) and v in THINK_LEVELS, f'one of {", ".join(THINK_LEVELS)}'),
     tools=(_matches(_TOOLS), 'tool source names, comma-separated, or `none`'),

@@ -134,6 +134,28 @@ def test_prompt_prints_the_reply_as_text_without_a_kernel(shell, srv, monkeypatc
     assert user.index('numbers = [3, 1, 2]') < user.index('for n in numbers') < user.index('How many lines?')
 
 
+def test_a_seed_goes_with_every_request_of_every_route_and_into_the_requests_digest(shell, srv, monkeypatch):
+    "`seed`: the same prompt, model and server give the same reply again; a reply kept for one seed is not another's."
+    from boopiter_ext.core.assistant import _request_options
+    from boopiter_ext.core.replay import request_digest
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    shell.run_line_magic('load_ext', 'boopiter_ext')
+    for seed, sent in ((0, None), (7, 7)):                                   # 0, the default: none sent
+        shell.run_line_magic('config', f'BoopMagics.seed = {seed}')
+        shell.run_line_magic('config', f"BoopMagics.api_base = '{srv.url}/v1'")
+        for model, seed_of in (('qwen3:1.7b', lambda body: body.get('options', {}).get('seed')),   # Ollama's options
+                               ('openai/qwen3:1.7b', lambda body: body.get('seed'))):   # an OpenAI-compatible server's
+            srv.script('Hello.')
+            assert run(shell, f'%%prompt -m {model}\nhi').success
+            assert seed_of(srv.last_chat()) == sent, (model, srv.last_chat())
+    settings = shell.magics_manager.registry['BoopMagics'].settings()
+    options = _request_options({}, settings, dict(window=4096))
+    digest = lambda **kw: request_digest('qwen3:1.7b', [dict(role='user', content='hi')], {**options, **kw})
+    assert options['seed'] == 7 and digest() == digest(seed=7) != digest(seed=8)
+    assert digest(seed=0) == request_digest('qwen3:1.7b', [dict(role='user', content='hi')],   # replies saved before
+                                            {k: v for k,v in options.items() if k != 'seed'})   # `seed` keep theirs
+
+
 def test_a_display_updated_from_a_later_cell_is_sent_as_it_is_now(shell, srv, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', srv.host)
     shell.run_line_magic('load_ext', 'boopiter_ext')

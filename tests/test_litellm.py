@@ -24,12 +24,20 @@ def ask(srv, model=MODEL, **kw):
 @pytest.mark.heavy
 def test_streams_the_exact_reply_reasoning_and_usage(srv):
     srv.script('  Two\n\nlines.  ', thinking='think first ')
-    r = ask(srv, max_tokens=64)
+    r = ask(srv, max_tokens=64, seed=7)
     assert r.answer == '  Two\n\nlines.  ' and r.reasoning == 'think first '
     assert r.info['finish_reason'] == 'stop' and r.info['completion_tokens'] > 0
     body = srv.last_chat()
-    assert body['model'] == 'qwen3:1.7b' and body['max_tokens'] == 64
+    assert body['model'] == 'qwen3:1.7b' and body['max_tokens'] == 64 and body['seed'] == 7
     assert body['stream_options'] == {'include_usage': True} and body['messages'][0]['content'] == 'be brief'
+
+
+def test_a_seed_goes_only_to_the_providers_that_take_one(srv):
+    "litellm refuses a parameter a provider has not (Anthropic's API has no seed): it is left out, not refused."
+    from boopiter_ext.models.litellm_client import _takes, import_litellm
+    litellm = import_litellm()
+    assert _takes(litellm, 'openai/gpt-4o-mini', 'seed') and _takes(litellm, 'gemini/gemini-2.5-flash', 'seed')
+    assert not _takes(litellm, 'anthropic/claude-sonnet-4-5', 'seed') and not _takes(litellm, 'no-such/x', 'seed')
 
 
 def test_unreachable_endpoint():

@@ -48,6 +48,11 @@ def test_answers_a_prompt_cell_when_no_ollama_is_reachable_and_stops_with_the_ke
         assert res.count('update_display_data') >= 2                         # streamed, not one lump
         assert md['completion_tokens'] > 1 and md['finish_reason'] in ('stop', 'length')
         assert 'tiny embedded model' in res.reply['data']['text/markdown']   # said plainly
+        k.run('%config BoopMagics.seed = 7\n%config BoopMagics.max_tokens = 24\n%config BoopMagics.reuse = False')
+        twice = [k.run('%%prompt --no-context\nName a colour and say why you like it.', timeout=180).reply
+                 for _ in range(2)]   # asked twice, the same messages: the engine samples the same tokens
+        assert [r['metadata']['boopiter']['status'] for r in twice] == ['done', 'done']
+        assert twice[0]['data']['text/plain'] == twice[1]['data']['text/plain'], twice
         pid = int(k.value(PID))
         assert not gone(pid, timeout=0.2)
     assert gone(pid)                                                         # the engine went with the kernel

@@ -27,10 +27,11 @@ def test_streams_the_exact_reply_and_usage(srv):
 
 def test_options_reach_ollama_on_the_wire(srv):
     srv.script('ok')
-    answer(OllamaClient(srv.url), 'ollama_chat/qwen3:1.7b', think=True, keep_alive='5m', num_ctx=8192, max_tokens=99)
+    answer(OllamaClient(srv.url), 'ollama_chat/qwen3:1.7b', think=True, keep_alive='5m', num_ctx=8192, max_tokens=99,
+           seed=7)
     body = srv.last_chat()
     assert body['model'] == 'qwen3:1.7b' and body['stream'] is True
-    assert body['options'] == {'num_ctx': 8192, 'num_predict': 99}
+    assert body['options'] == {'num_ctx': 8192, 'num_predict': 99, 'seed': 7}
     assert body['keep_alive'] == '5m' and body['think'] is True
     assert body['messages'] == [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
 

@@ -37,19 +37,19 @@ def client(srv):
 
 def test_streams_the_exact_reply_reasoning_and_usage(srv, client):
     srv.script('  Two\n\nlines.  ', thinking='think first ')
-    r = ask(client, max_tokens=64, think='h')
+    r = ask(client, max_tokens=64, think='h', seed=7)
     assert r.answer == '  Two\n\nlines.  ' and r.reasoning == 'think first '
     assert r.info['finish_reason'] == 'stop' and r.info['completion_tokens'] == 4 and r.info['prompt_tokens'] > 0
     assert r.info['reasoning_tokens'] == 2                     # from usage.completion_tokens_details
     body = srv.last_chat()
-    assert body['model'] == MODEL and body['stream'] is True and body['max_tokens'] == 64
+    assert body['model'] == MODEL and body['stream'] is True and body['max_tokens'] == 64 and body['seed'] == 7
     assert body['stream_options'] == {'include_usage': True} and body['reasoning_effort'] == 'high'
     assert body['messages'] == [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
 
 
 def test_nothing_optional_is_sent_unless_set(srv, client):
     ask(client, think='off')
-    assert not {'max_tokens', 'reasoning_effort'} & set(srv.last_chat())
+    assert not {'max_tokens', 'reasoning_effort', 'seed'} & set(srv.last_chat())
 
 
 def test_images_go_as_openai_image_url_objects(srv, client):

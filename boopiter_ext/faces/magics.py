@@ -104,7 +104,7 @@ class BoopMagics(Magics):
     host, api_base, api_key_env, models = _trait('host'), _trait('api_base'), _trait('api_key_env'), _trait('models')
     timeout = _trait('timeout')
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
-    max_reply = _trait('max_reply')
+    max_reply, seed = _trait('max_reply'), _trait('seed')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')
     max_images, image_size, vision_models = _trait('max_images'), _trait('image_size'), _trait('vision_models')
     reuse, cache_dir, cassette, cassette_file = _trait('reuse'), _trait('cache_dir'), _trait('cassette'), _trait('cassette_file')

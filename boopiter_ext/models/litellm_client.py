@@ -37,6 +37,12 @@ def import_litellm():
     return litellm
 
 
+def _takes(litellm, model, param)->bool:
+    "Whether litellm knows `model`'s provider to take the OpenAI parameter `param` (it refuses one it does not)."
+    try: return param in (litellm.get_supported_openai_params(model=model) or ())
+    except Exception: return False
+
+
 def _chunks(resp):
     "The chunks to read: the OpenAI SDK stream under litellm's wrapper when there is one (~0.09 ms/chunk, not ~0.9)."
     import openai
@@ -62,22 +68,24 @@ class LitellmClient:
              max_tokens:int=None,     # Longest reply
              think:str=None,          # Reasoning effort: 'l', 'm' or 'h'
              timeout:float=300.0,     # Seconds to wait for the next token
-             where:str=None):         # How to name the endpoint in messages
+             where:str=None,          # How to name the endpoint in messages
+             seed:int=None):          # Sampling seed, for the providers that take one; None sends none
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
         seconds without a token."""
         litellm, watch = import_litellm(), StallWatch(timeout)   # importing (seconds, once) is not waiting for a token
         register_environment()   # the cloud keys litellm reads from the environment: masked in any fault that quotes one
         register(api_key)
         return watch.follow(self._stream(litellm, model, messages, api_base, api_key, max_tokens, think, watch,
-                                         where or (public_url(api_base) if api_base else model)))
+                                         where or (public_url(api_base) if api_base else model), seed))
 
-    def _stream(self, litellm, model, messages, api_base, api_key, max_tokens, think, watch, where):
+    def _stream(self, litellm, model, messages, api_base, api_key, max_tokens, think, watch, where, seed):
         import httpx
         kw = dict(model=model, messages=messages, stream=True, num_retries=0, max_retries=0,
                   timeout=httpx.Timeout(watch.backstop, connect=10.0), stream_options={'include_usage': True})
         if api_base: kw['api_base'] = api_base
         if api_key: kw['api_key'] = api_key
         if max_tokens: kw['max_tokens'] = max_tokens
+        if seed and _takes(litellm, model, 'seed'): kw['seed'] = seed   # Anthropic's API has none: not sent, not refused
         if think and think != 'off': kw['reasoning_effort'] = EFFORTS.get(think[0], think)
         try:
             resp = litellm.completion(**kw)

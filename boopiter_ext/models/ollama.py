@@ -248,13 +248,14 @@ class OllamaClient:
              think=None,               # Ollama's `think` field (see `think_value`); None sends nothing
              keep_alive=None,          # Ollama's `keep_alive` (see `keep_alive_value`); None sends nothing
              num_ctx:int=None,         # Context window to load the model with
-             max_tokens:int=None):     # Longest reply (`num_predict`)
+             max_tokens:int=None,      # Longest reply (`num_predict`)
+             seed:int=None):           # Sampling seed (`options.seed`); None sends none
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
         seconds without a token."""
         name = ollama_name(model)
         self._note_use(name)
         body = dict(model=name, messages=[_ollama_msg(m) for m in messages], stream=True)
-        opts = {k: v for k,v in dict(num_ctx=num_ctx, num_predict=max_tokens).items() if v}
+        opts = {k: v for k,v in dict(num_ctx=num_ctx, num_predict=max_tokens, seed=seed).items() if v}
         if opts: body['options'] = opts
         if keep_alive == 0 and self.shared and ollama_tag(name) not in self.mine: keep_alive = None   # others' model
         if keep_alive is not None: body['keep_alive'] = keep_alive

@@ -144,7 +144,8 @@ class OpenAIClient:
              model:str,            # The name the server knows the model by (no `openai/` prefix)
              messages:list,        # Messages in `messages.mk_msg` form
              max_tokens:int=None,  # Longest reply
-             think:str=None):      # Reasoning effort: 'l', 'm' or 'h'; 'off' and None send nothing
+             think:str=None,       # Reasoning effort: 'l', 'm' or 'h'; 'off' and None send nothing
+             seed:int=None):       # Sampling seed; None sends none
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
         seconds without a token. `info` has the server's token counts where it gives them: `prompt_tokens`,
         `completion_tokens`, `reasoning_tokens`, and how much of the prompt it took from its cache (`cached_tokens`)
@@ -152,6 +153,7 @@ class OpenAIClient:
         body = dict(model=model, messages=[_openai_msg(m) for m in messages], stream=True,
                     stream_options=dict(include_usage=True))
         if max_tokens: body['max_tokens'] = max_tokens
+        if seed: body['seed'] = seed
         if think and think != 'off': body['reasoning_effort'] = EFFORTS.get(think[0], think)
         watch = StallWatch(self.timeout)
         return watch.follow(self._stream(model, body, watch))

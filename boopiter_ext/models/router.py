@@ -287,26 +287,29 @@ class Router:
              meta:dict=None): # About the prompt (notebook, cell id), for routes that keep it (the dead drop)
         "Stream the reply of `model` as events (see `stream.py`)."
         route, max_tokens, effort = route_name(model), settings['max_tokens'] or None, self.effort(model, settings, info)[0]
+        seed = settings['seed'] or None
         if route in ('ollama', 'endpoint'):
             ep, name = endpoint_of(model, settings) if route == 'endpoint' else (None, model)
             if ep is not None and ep.kind == 'openai':   # a llama.cpp, vLLM or LM Studio server, a gateway
-                return self.endpoint(ep, settings).chat(name, messages, max_tokens=max_tokens, think=effort or None)
+                return self.endpoint(ep, settings).chat(name, messages, max_tokens=max_tokens, think=effort or None,
+                                                        seed=seed)
             from .ollama import keep_alive_value, think_value
             client = self.ollama(settings) if ep is None else self.endpoint(ep, settings)
             if ep is not None: name = 'ollama_chat/' + name   # the endpoint's name whole (`chat` takes one prefix off)
             return client.chat(name, messages, think=think_value(effort, info),
-                               keep_alive=keep_alive_value(settings['keep_alive']), num_ctx=num_ctx, max_tokens=max_tokens)
+                               keep_alive=keep_alive_value(settings['keep_alive']), num_ctx=num_ctx, max_tokens=max_tokens,
+                               seed=seed)
         if route == 'deaddrop': return deaddrop_chat(model, messages, settings, meta)
         if route == 'local':
             client = self.openai(self.local.ensure() + '/v1', None, settings['timeout'], 'the embedded model')
-            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens or self.local.max_tokens)
+            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens or self.local.max_tokens, seed=seed)
         if not uses_litellm(model, settings):   # `openai/NAME` on `api_base`: llama.cpp, vLLM, LM Studio...
             client = self.openai(settings['api_base'], self.api_key(settings), settings['timeout'])
-            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens, think=effort or None)
+            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens, think=effort or None, seed=seed)
         api_base = settings['api_base'] or None   # another provider's protocol on a server of yours: litellm speaks it
         key = (self.api_key(settings) or 'none') if api_base else None   # the SDK under litellm insists on some key
         return self.litellm.chat(model, messages, api_base=api_base, api_key=key,
-                                 max_tokens=max_tokens, think=effort or None, timeout=settings['timeout'])
+                                 max_tokens=max_tokens, think=effort or None, timeout=settings['timeout'], seed=seed)
 
     @staticmethod
     def api_key(settings)->str|None:
