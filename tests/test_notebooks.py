@@ -51,6 +51,10 @@ def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
     whole (the repository's settings.ini cuts none: only the tiny model's own bound could); no buttons are saved."""
     from test_run import widget_outputs
     monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
+    # the user's own seed pins the tiny model's sampling: seeds 0-3 took 32-40 s here, but 85 s for the one whose first
+    # reply ran to the model's bound (1024 tokens), as unseeded runs did now and then (96-110 s in the suite)
+    (mine := Path(os.environ['XDG_CONFIG_HOME'])/'boopiter'/'settings.ini').parent.mkdir(parents=True)
+    mine.write_text('[boopiter]\nseed = 1\n')
     out = tmp_path/'tour.ipynb'
     cmd = [str(Path(sys.executable).with_name('boopiter-run')), str(NBS/'00_tour.ipynb'), '-o', str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -58,6 +62,7 @@ def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
     assert res.returncode == 0, text + res.stderr
     assert '      for p in prices:\n          total = sum(prices)\n          print(total)\n12.75\n12.75\n12.75\n' in text
     assert '[2/5] %boop status\nmodel     auto → local/smollm2-135m (Ollama is not reachable at' in text
+    assert f'\nseed      1 ({mine})\n' in text                                # the user's seed, as status tells it
     assert '... starting the model: ' in text                              # what the first answer waits for: the start,
     assert re.search(r'\n\.\.\. reading the prompt: [\d,]+ of ~[\d,]+ tokens read', text)   # llama.cpp's /slots, read
     assert text.count('>>> ') == 2 and text.count('--- reply (local/smollm2-135m) ---\n') == 2
