@@ -31,11 +31,13 @@ From a shell (for benchmarks and manual poking)::
 import argparse
 import base64
 import binascii
+import faulthandler
 import hashlib
 import itertools
 import json
 import re
 import select
+import signal
 import socket
 import socketserver
 import sys
@@ -880,6 +882,10 @@ def main(argv=None):
     parser.add_argument('--port', type=int, default=0, help='0 picks a free port')
     parser.add_argument('--chunks', type=int, default=0, help="reply with N 'tok ' pieces")
     args = parser.parse_args(argv)
+    # Ctrl-C stops it even when started with SIGINT ignored (a background job of a script, or a parent that ignores it:
+    # the ignoring is inherited and Python keeps it); SIGUSR1 prints every thread's stack (a test that waits in vain)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    faulthandler.register(signal.SIGUSR1)
     srv = OllamaTestServer(host=args.host, port=args.port)
     if args.chunks:
         srv.default_reply = ['tok '] * args.chunks

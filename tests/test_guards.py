@@ -226,12 +226,12 @@ def test_a_block_over_the_limits_is_refused_before_it_is_parsed():
 
 
 def best(f, repeat=3):
-    "The fastest of `repeat` timings of `f()`: the least disturbed by the rest of a shared machine."
+    "The fastest of `repeat` CPU timings of `f()` (this process's: other jobs on a shared machine add none)."
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()
         f()
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return min(times)
 
 
