@@ -88,7 +88,8 @@ class _Stopper:
 
 def _request_options(route, settings, ledger)->dict:
     "The options that change a reply, as a request's digest covers them (`replay.request_digest`)."
-    return dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'], seed=settings['seed'])
+    return dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'],
+                seed=settings['seed'])
 
 
 class Assistant:
