@@ -1,13 +1,14 @@
 """The docs execute: the tour on the embedded model (the README's main job), the how-tos on the test server, and
 every how-to that asks a model server offline too, from the cassette shipped next to it (`boopiter-run NB --replay`)."""
 
-import html, json, os, re, shutil, subprocess, sys
+import html, json, re, shutil, subprocess, sys
 from pathlib import Path
 import nbformat, pytest
 from conftest import ROOT
 from ollama_server import free_port
 from images_util import decoded
 from boopiter_ext.faces.run import run_notebook
+from boopiter_ext.settings import user_ini
 from record_howtos import HOWTOS
 
 pytestmark = pytest.mark.slow
@@ -29,6 +30,13 @@ def run_howto(
     if settings: shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
     assert run_notebook(tmp_path/name, tmp_path/'out.ipynb', write=lambda s: None)
     return nbformat.read(tmp_path/'out.ipynb', as_version=4)
+
+
+def user_settings(text:str)->Path:
+    "Write the user's own settings file (`user_ini()`: under this test's XDG_CONFIG_HOME), a `[boopiter]` section; its path."
+    (path := user_ini()).parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[boopiter]\n' + text)
+    return path
 
 
 def test_every_notebook_is_tested():
@@ -53,8 +61,7 @@ def test_tour_runs_headless_on_the_embedded_model(tmp_path, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
     # the user's own seed pins the tiny model's sampling: seeds 0-3 took 32-40 s here, but 85 s for the one whose first
     # reply ran to the model's bound (1024 tokens), as unseeded runs did now and then (96-110 s in the suite)
-    (mine := Path(os.environ['XDG_CONFIG_HOME'])/'boopiter'/'settings.ini').parent.mkdir(parents=True)
-    mine.write_text('[boopiter]\nseed = 1\n')
+    mine = user_settings('seed = 1\n')
     out = tmp_path/'tour.ipynb'
     cmd = [str(Path(sys.executable).with_name('boopiter-run')), str(NBS/'00_tour.ipynb'), '-o', str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -343,8 +350,7 @@ def test_first_hour_howto_without_ollama_on_the_embedded_model(tmp_path, monkeyp
     monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
     # the user's own settings bound the reply: the tiny model's own bound (1024 tokens, the tour's test) took this run
     # from 30 s to over 200 s on a busy machine, as the model sampled
-    (mine := Path(os.environ['XDG_CONFIG_HOME'])/'boopiter'/'settings.ini').parent.mkdir(parents=True)
-    mine.write_text('[boopiter]\nmax_tokens = 96\n')
+    mine = user_settings('max_tokens = 96\n')
     nb = run_howto(tmp_path, '11_first_hour.ipynb', settings=True)
     status = status_lines(next(c for c in nb.cells if c.source == '%boop status'))
     assert 'model     auto → local/smollm2-135m (Ollama is not reachable at http://127.0.0.1:' in status

@@ -25,7 +25,7 @@ from .consent import Consent
 from ..context.build import SYSTEM_PROMPT
 from ..errors import BoopError, OllamaUnreachable, ReplyBroken, ReplyInterrupted, ReplyStalled, ReplyTooLong, SettingsError
 from ..models.routes import LOCAL_ID, picked_model
-from ..settings import DEFAULTS, load_settings, short_source
+from ..settings import DEFAULTS, load_settings, public_url, short_source
 from ..redact import scrub
 if TYPE_CHECKING: from ..models.stream import Reply
 
@@ -38,8 +38,9 @@ _IN_ROWS = {'model', 'reasoning_model', 'reasoning', 'auto', 'tools', 'context_s
 
 
 def _shown(key, value)->str:
-    "A setting's value as `%boop status` shows it on one line: the system prompt by its length."
-    return f'{len(value):,} characters' if key == 'system_prompt' else str(value)
+    "A setting's value as `%boop status` shows it, on one line: URLs without credentials, the system prompt's length."
+    if key == 'system_prompt': return f'{len(value):,} characters'
+    return public_url(str(value)) if key in ('host', 'api_base') else str(value)
 
 
 def folder(nb)->Path|None:
@@ -816,7 +817,6 @@ class Assistant:
     def status(self, nb=None)->tuple:
         "(rows, warnings) for `%boop status`: the model and endpoint, tools, context, binding, notebook, and settings set."
         from .binding import binding_text
-        from ..settings import public_url
         from .replay import cassette_path
         s = self.settings(nb=nb)
         model_line, endpoint, info, problem = '', '-', {}, []
@@ -847,10 +847,8 @@ class Assistant:
         if s['cassette'] in ('record', 'replay'):
             name = cassette_path(nb, s['cassette_file']).name
             rows['cassette'] = f'replaying {name}' if replaying else f'recording every model turn to {name}'
-        rows.update({k: f'{public_url(str(s[k]))} ({s.source[k]})' for k in ('host', 'api_base', 'timeout', 'keep_alive', 'think')
-                     if s.source[k] != 'default'})
-        rows.update({k: f'{_shown(k, s[k])} ({s.source[k]})' for k in DEFAULTS   # every other setting that is not a default
-                     if k not in rows and k not in _IN_ROWS and s.source[k] != 'default'})
+        rows.update({k: f'{_shown(k, s[k])} ({s.source[k]})' for k in DEFAULTS   # every setting that is not a default
+                     if k not in _IN_ROWS and s.source[k] != 'default'})
         runtime, _ = self.config()
         outranked = [f'`%config BoopMagics.{k}` is outranked by the notebook\'s binding ({k} = {s[k]}); '
                      f'`%boop model --clear` or the menu changes it' for k in sorted(runtime)
