@@ -97,6 +97,10 @@ SETTINGS = dict(  # key: (type, default, help)
                        "after round; off: every python block waits for your Run click."),
     lenient=(bool, False, "In auto mode, also take tool calls written as JSON, `<tool_call>` tags or native tool calls."),
     max_rounds=(int, 5, "In auto mode, the most replies one prompt may take before the loop stops."),
+    background=(bool, True, "Let the notebook be used while a reply streams: where boopiter's JupyterLab / Notebook 7 "
+                            "extension shows the reply, a prompt cell ends once its request is on its way and the reply "
+                            "streams on into it, while other cells run. Off, and always in VS Code, a terminal, headless "
+                            "runs and a tool loop (auto mode): the cell ends with its reply."),
     deaddrop_dir=(str, '', "The dead-drop folder. Empty: `BOOPITER_DEADDROP_DIR`, else ~/dead_drop."),
     deaddrop_timeout=(float, 0.0, "Seconds to wait for a dead-drop reply to grow before giving up. 0: wait for ever."),
     unload_others=(bool, True, "After a pick changes, unload every other model Ollama holds in memory (ones other "
@@ -216,6 +220,7 @@ RULES = dict(  # key: (check, what a valid value is). `check_setting` applies th
                                                              '10.0.0.0/8, comma-separated'),
     auto=_BOOL, lenient=_BOOL,
     max_rounds=(_within(1, 100, int), 'a whole number from 1 to 100'),
+    background=_BOOL,
     deaddrop_dir=(_PATH, 'a folder path'),
     deaddrop_timeout=(_within(0, 7 * _DAY, int, float), f'{_SECONDS} from 0 to {7 * _DAY} (a week)'),
     unload_others=_BOOL, reuse=_BOOL,

@@ -42,6 +42,24 @@ class Result:
     def count(self, msg_type): return sum(m[1] == msg_type for m in self.messages)
 
 
+def _apply(res, by_display, kind, c):
+    "Apply one iopub message to `res`'s outputs as nbclient does (an update goes to every output with its display id)."
+    if kind == 'stream':
+        if res.outputs and res.outputs[-1]['output_type'] == 'stream' and res.outputs[-1]['name'] == c['name']:
+            res.outputs[-1]['text'] += c['text']
+        else: res.outputs.append(dict(output_type='stream', name=c['name'], text=c['text']))
+    elif kind in ('display_data', 'execute_result'):
+        o = dict(output_type=kind, data=c['data'], metadata=c['metadata'])
+        res.outputs.append(o)
+        if (did := c.get('transient', {}).get('display_id')): by_display.setdefault(did, []).append(o)
+    elif kind == 'update_display_data':
+        for o in by_display.get(c['transient']['display_id'], []): o.update(data=c['data'], metadata=c['metadata'])
+    elif kind == 'clear_output': res.outputs.clear()
+    elif kind == 'error':
+        res.outputs.append(dict(output_type='error', **{k: c[k] for k in ('ename', 'evalue', 'traceback')}))
+        res.error = c
+
+
 class KernelSession:
     "One real kernel; `run` executes code and returns a `Result`."
     def __init__(self, cwd, env=None, startup_timeout=60):
@@ -54,6 +72,7 @@ class KernelSession:
         self.kc.wait_for_ready(timeout=startup_timeout)
         self.widgets = {}   # comm id -> widget state, as a frontend would hold it
         self.prompts = []   # the input prompts the kernel showed (and `send(answers=...)` answered)
+        self.seen, self._displays = {}, {}   # `follow`'s: msg id -> Result; display id -> the outputs that showed it
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.shutdown()
@@ -62,11 +81,12 @@ class KernelSession:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)
 
-    def send(self, code, cell_id=None, answers=None):
+    def send(self, code, cell_id=None, answers=None, lab=False):
         """Send an execute_request (JupyterLab puts the cell id in the request metadata); return its msg id. With
-        `answers`, the kernel may ask for input (a side effect's confirmation): each prompt gets the next answer."""
-        content = dict(code=code, silent=False, store_history=True, user_expressions={}, allow_stdin=answers is not None,
-                       stop_on_error=True)
+        `answers`, the kernel may ask for input (a side effect's confirmation): each prompt gets the next answer. `lab`:
+        as JupyterLab sends it, answering input (`allow_stdin`), where nbclient does not."""
+        content = dict(code=code, silent=False, store_history=True, user_expressions={},
+                       allow_stdin=answers is not None or lab, stop_on_error=True)
         if answers is not None: threading.Thread(target=self._answer_input, args=(list(answers),), daemon=True).start()
         msg = self.kc.session.msg('execute_request', content, metadata={'cellId': cell_id} if cell_id else {})
         self.kc.shell_channel.send(msg)
@@ -118,25 +138,31 @@ class KernelSession:
             res.messages.append((time.monotonic(), kind, c))
             if on_message: on_message(kind, c)
             if kind == 'status' and c['execution_state'] == 'idle': break
-            if kind == 'stream':
-                if res.outputs and res.outputs[-1]['output_type'] == 'stream' and res.outputs[-1]['name'] == c['name']:
-                    res.outputs[-1]['text'] += c['text']
-                else: res.outputs.append(dict(output_type='stream', name=c['name'], text=c['text']))
-            elif kind in ('display_data', 'execute_result'):
-                o = dict(output_type=kind, data=c['data'], metadata=c['metadata'])
-                res.outputs.append(o)
-                if (did := c.get('transient', {}).get('display_id')): by_display.setdefault(did, []).append(o)
-            elif kind == 'update_display_data':
-                for o in by_display.get(c['transient']['display_id'], []): o.update(data=c['data'], metadata=c['metadata'])
-            elif kind == 'clear_output': res.outputs.clear()
-            elif kind == 'error':
-                res.outputs.append(dict(output_type='error', **{k: c[k] for k in ('ename', 'evalue', 'traceback')}))
-                res.error = c
+            _apply(res, by_display, kind, c)
         if shell_reply:
             while (reply := self.kc.get_shell_msg(timeout=timeout))['parent_header'].get('msg_id') != msg_id:
                 pass   # a reply to an earlier request: `wait_for_ready` may leave a kernel_info_reply unread
             res.status, res.payload = reply['content']['status'], reply['content'].get('payload', [])
         return res
+
+    def follow(self,
+               until,        # until(seen) -> bool: seen maps each request's msg id to its `Result` so far
+               timeout=60,
+              )->dict:       # `seen`
+        """Read iopub as JupyterLab's output areas do, for replies that stream on after their cell ended: every
+        message goes to the `Result` of the request it answers (`self.seen`, kept across calls; `status` messages
+        too), an update to every output that showed its display id, whichever request it answers."""
+        deadline = time.monotonic() + timeout
+        while not until(self.seen):
+            try: msg = self.kc.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError(f'not there after {timeout} s; seen: {[[m[1] for m in r.messages] for r in self.seen.values()]}')
+            kind, c, parent = msg['msg_type'], msg['content'], msg['parent_header'].get('msg_id')
+            self._follow_widget(kind, c)
+            res = self.seen.setdefault(parent, Result())
+            res.messages.append((time.monotonic(), kind, c))
+            _apply(res, self._displays, kind, c)
+        return self.seen
 
     def run(self, code, cell_id=None, timeout=60, on_message=None, answers=None)->Result:
         "Execute `code` and return its outputs (`answers`: what to type at its input prompts)."

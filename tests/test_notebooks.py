@@ -128,6 +128,7 @@ def test_brain_menu_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     status = cell['%boop status'].outputs[0]['text']
     assert 'model     smollm2:135m (from notebook binding)' in status
     assert 'binding   model smollm2:135m · reasoning off (qwen3:1.7b, effort h)' in status
+    assert 'streaming the cell ends with its reply: it was not run from JupyterLab or Notebook 7 (a headless run' in status   # whole replies saved
 
 
 def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):

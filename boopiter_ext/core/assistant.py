@@ -20,6 +20,7 @@ import logging, re, threading
 from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from pathlib import Path
+from .background import Background
 from .binding import clean_binding, saved_binding, screen_binding, stamp
 from .consent import Consent
 from ..context.build import SYSTEM_PROMPT
@@ -34,7 +35,8 @@ log = logging.getLogger('boopiter_ext')
 
 _CELL_MODEL = re.compile(r'(?:^|\s)(?:-m|--model)(?:\s+|=)(\S+)')   # `%%prompt -m NAME` (the cell's first line)
 # settings `%boop status` tells within another row: the model line, `tools` (auto-run), `context`, `cassette`
-_IN_ROWS = {'model', 'reasoning_model', 'reasoning', 'auto', 'tools', 'context_size', 'cassette', 'cassette_file'}
+_IN_ROWS = {'model', 'reasoning_model', 'reasoning', 'auto', 'tools', 'context_size', 'cassette', 'cassette_file',
+            'background'}   # `background`: the magics' `streaming` row
 
 
 def _shown(key, value)->str:
@@ -113,6 +115,7 @@ class Assistant:
         self.state_listeners = []   # listener() when what the menu shows changed behind its back (a source down or up)
         self._fresh = set()   # cells whose next run asks again: the reply view's Ask again (a click, never a file)
         self._reuse_here = False   # the binding's `reuse` was picked in this kernel (a click), not read from the file
+        self.background = Background()   # the reply streaming while the notebook stays usable (background.py)
 
     # -- lifecycle
     @property
@@ -134,6 +137,9 @@ class Assistant:
         "Stop tidying memory, take the pushed tools back, close every HTTP session and the embedded model."
         with self._lock: self.stopped, tidier = True, self._tidier
         if tidier is not None: tidier.stop()
+        if self.background.running:   # a reply streaming: stopped, what arrived kept and marked, before its route closes
+            self.stop()
+            self.background.wait(5)
         self._tidier = self._catalog = None
         self.withdraw()
         if self._router is not None: self._router.close()
@@ -301,15 +307,19 @@ class Assistant:
                show=None,             # show(data, metadata): a tool round, the tool loop's summary
                with_context:bool=True,# Send the notebook above the prompt
                confirm=None,          # confirm(name, args) -> bool|None, before a side effect runs
+               background:bool=False, # Stream the reply on a thread of its own and return at once (not a tool loop)
+               fault=None,            # fault(exception): a background reply's fault, shown in its cell
               )->Answer:
-        "Resolve the model, offer the tools, build the context, and stream the reply (or run the tool loop)."
+        """Resolve the model, offer the tools, build the context, and stream the reply (or run the tool loop). With
+        `background`, a reply asked of the model streams on after this returns (`self.background`); its `reply` is
+        still streaming then, and the blocks are offered by the reply's own view."""
         from ..errors import Unreachable
         try: p = self._prepare(question, settings, with_context)
         except Unreachable as e:   # its server is down before a request could start (listing, what the model says)
             self._seen(picked_model(settings)[0] or None, settings, e)
             raise
-        reply = self.respond(p, question, settings, view, show, confirm)
-        return Answer(reply, self._unrun_blocks(reply, p['tools']))
+        reply = self.respond(p, question, settings, view, show, confirm, background, fault)
+        return Answer(reply, self._unrun_blocks(reply, p['tools']) if reply.status != 'streaming' else [])
 
     def respond(self,
                 p:dict,         # `compose(...)`: the request
@@ -318,12 +328,14 @@ class Assistant:
                 view,           # view(route, ledger) -> the display (or sink) of one reply
                 show=None,      # show(data, metadata): a tool round, the tool loop's summary
                 confirm=None,   # confirm(name, args) -> bool|None, before a side effect runs
+                background:bool=False, # As `answer`'s: a reply asked of the model streams on a thread (not a tool loop)
+                fault=None,     # As `answer`'s
                )->'Reply':      # The last reply; `via` says where it came from: 'cassette', 'saved', 'kept' or 'asked'
         "The reply to a composed request: replayed, reused or streamed into `view`, or the tool loop's when `p['auto']`."
         model, info, route, ledger = p['model'], p['info'], p['route'], p['ledger']
         if p['auto']: return self._tool_loop(question, model, p['msgs'], settings, info, route, ledger, p['tools'], view,
-                                             show, confirm)
-        return self._stream(model, p['msgs'], settings, info, route, ledger, view)
+                                             show, confirm)   # its tools run the kernel's code: it waits in the cell
+        return self._stream(model, p['msgs'], settings, info, route, ledger, view, background=background, fault=fault)
 
     def preview(self,
                 question:str,          # The prompt's question
@@ -480,12 +492,15 @@ class Assistant:
         return msgs, ledger
 
     # -- one reply: replayed, reused or asked (replay.py, stream.py)
-    def _stream(self, model, msgs, settings, info, route, ledger, view, raise_interrupt=True, first=True):
+    def _stream(self, model, msgs, settings, info, route, ledger, view, raise_interrupt=True, first=True,
+                background=False, fault=None):
         """Show the reply to `msgs` in one display and return it: replayed from the cassette, reused from a saved reply
         to the same request, or streamed from the model (recorded when recording). Faults keep the partial reply
         and end as one-paragraph errors; with `raise_interrupt=False` an interrupted reply is returned (marked).
         `first`: the prompt's own request (not a later round of the tool loop): a stale saved reply may be kept for it,
-        and one the model's answer replaces is kept in the new reply's metadata (`previous`)."""
+        and one the model's answer replaces is kept in the new reply's metadata (`previous`). `background`: a reply
+        asked of the model streams on `self.background`'s thread, `fault(e)` shows its fault; a streaming `Reply` is
+        returned at once."""
         from .replay import request_digest
         from ..models.stream import Reply
         options = _request_options(route, settings, ledger)
@@ -513,32 +528,43 @@ class Assistant:
             reply = self._keep(*found, model, settings, route, ledger, shown)
             reply.via = kind
             return reply
-        reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt)
-        reply.via = 'asked'
-        if reply.status == 'done':
-            if mode == 'record':
-                self.cassette(settings, recording=True).add(digest, model, options, reply.snapshot(), route.get('model_info'))
-            if settings['cache_dir']:
-                from .replay import DiskCache
-                DiskCache(settings['cache_dir']).put(digest, output)
-        return reply
+        cell = self.cells.current   # the prompt's record: a background reply ends after it stopped being current
+        self._waiting(model, shown)
+        def ask(stopper=None):
+            reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt, cell, stopper)
+            reply.via = 'asked'
+            if reply.status == 'done':
+                if mode == 'record':
+                    self.cassette(settings, recording=True).add(digest, model, options, reply.snapshot(), route.get('model_info'))
+                if settings['cache_dir']:
+                    from .replay import DiskCache
+                    DiskCache(settings['cache_dir']).put(digest, output)
+            return reply
+        if not background: return ask()
+        stopper = self._replying(getattr(cell, 'cell_id', None))   # Stop reaches it from now on, before its thread runs
+        self.background.start(lambda: ask(stopper), getattr(cell, 'cell_id', None), fault)
+        return Reply(model)
 
-    def _record(self, output):
-        "Record a reply output shown in the running cell (the next prompt's context reads it); return it."
-        if self.cells.current is not None: self.cells.current.outputs.append(output)
+    def _record(self, output, cell=None):
+        "Record a reply output shown in `cell` (the running cell's record by default; the next prompt's context reads it)."
+        if (cell := cell or self.cells.current) is not None: cell.outputs.append(output)
         return output
 
-    def _ask(self, model, msgs, settings, info, view, raise_interrupt=True)->tuple:
-        """(reply, output): the model's reply streamed into `view`; faults keep the partial reply and raise one paragraph.
-        The frontend's Stop reaches it (`stop`)."""
-        from ..models.stream import Reply, pump, watching
-        current = self.cells.current
+    def _waiting(self, model, view):
+        "Show that the request to `model` is on its way, and until its first token what it waits for."
         if model.startswith('local/'):   # its start, then how far it has read the prompt (progress.py)
             from .progress import PromptProgress
             view.waiting(model, progress=PromptProgress(self.router.local, (view.ledger or {}).get('tokens') or 0))
         else: view.waiting(model)
+
+    def _ask(self, model, msgs, settings, info, view, raise_interrupt=True, cell=None, stopper=None)->tuple:
+        """(reply, output): the model's reply streamed into `view` (its waiting line shown: `_waiting`), recorded in
+        `cell` (the running cell's by default); faults keep the partial reply and raise one paragraph. The frontend's
+        Stop reaches it (`stop`)."""
+        from ..models.stream import Reply, pump, watching
+        current = cell or self.cells.current
         reply, events, err = Reply(model), None, None
-        stop = self._replying(getattr(current, 'cell_id', None))
+        stop = stopper or self._replying(getattr(current, 'cell_id', None))
         try:
             meta = dict(notebook=str(self.notebook() or ''), cell_id=getattr(current, 'cell_id', None))
             with watching(stop.join):   # the clients' stall watches: Stop hangs them up
@@ -560,7 +586,7 @@ class Assistant:
             if events is not None: events.close()   # hangs up if the stream is still open
             if reply.status == 'streaming': reply.finish('error')   # a bug escaped: keep what arrived anyway
             output = view.final(reply)
-            self._record(output)
+            self._record(output, current)
             self._seen(model, settings, err)
         if err is not None and (raise_interrupt or not isinstance(err, ReplyInterrupted)):
             if reply.chunks and not isinstance(err, (ReplyInterrupted, ReplyTooLong)):

@@ -11,7 +11,8 @@ above the prompt cell that comes next), so they match the prompt's token for tok
 the notebook already holds it (a saved notebook run again, the tour), else with the line `---` that the question
 follows. A cell that starts running cancels the warm-up first (the server has one slot, and gives it back at the end
 of the batch of 128 tokens it is reading), so no prompt queues behind a warm-up, and no warm-up competes with the
-user's code for the cores.
+user's code for the cores; nor with a reply that streams on after its cell ended (`background.py`): the next
+warm-up waits for its end.
 
 An Ollama model that is picked (bound, configured or set with `%config`) is loaded into memory at once, with the
 context window its first prompt will ask for (a different `num_ctx` would make Ollama load it again) and the
@@ -102,6 +103,7 @@ class Readiness:
         self._idle.set()
         self._thread = self._response = self._session = None
         self._held = 0            # how many times a cell started: a warm-up checks it did not change under it
+        self._in_cell = False     # a cell runs now
         self._warm = None         # digest of the messages the embedded model's cache holds, from the last warm-up
         self._loaded = None       # (host, model, num_ctx, keep_alive) Ollama was last asked to load
         self._auto = None         # the model that answers when none is picked, as last resolved
@@ -118,6 +120,7 @@ class Readiness:
             self.shell.events.register('pre_run_cell', self.pre_run_cell)
             self.shell.events.register('post_run_cell', self.post_run_cell)
         self.assistant.listeners.append(self._picked)
+        self.assistant.background.ended.append(self._reply_ended)
         self.ask(resolve=True)
 
     def stop(self, timeout:float=5.0):
@@ -127,6 +130,7 @@ class Readiness:
                 try: self.shell.events.unregister(ev, cb)
                 except ValueError: pass
         if self._picked in self.assistant.listeners: self.assistant.listeners.remove(self._picked)
+        if self._reply_ended in self.assistant.background.ended: self.assistant.background.ended.remove(self._reply_ended)
         self._quit.set()
         self.hold()
         self._wake.set()
@@ -136,9 +140,19 @@ class Readiness:
         self._thread = self._session = None
 
     # -- what starts and stops a pass
-    def pre_run_cell(self, info=None): self.hold()
+    def pre_run_cell(self, info=None):
+        self._in_cell = True
+        self.hold()
 
     def post_run_cell(self, result=None):
+        self._in_cell = False
+        if self.assistant.background.running: return   # a reply streams on: no warm-up competes with it
+        self.release()
+        self.ask()
+
+    def _reply_ended(self):
+        "A reply that streamed on after its cell ended: get ready again, unless a cell runs now (it will, after)."
+        if self._in_cell: return
         self.release()
         self.ask()
 

@@ -103,9 +103,11 @@ class Channel:
             self.comms.pop(comm.comm_id, None)
             # a frontend keeps one comm of two that said hello (its knock, see the module docstring): edits go to the other
             if self._last is comm: self._last = next(reversed(self.comms.values()), None)
-        if not self.comms:   # no frontend shows the notebook now
+        if not self.comms:   # no frontend shows the notebook now: nobody sees a reply streaming on after its cell
             self.hello.clear()
             self.assistant.shown = None
+            bg = self.assistant.background
+            if bg.running: self.assistant.stop(bg.cell_id)   # ends as stopped, what arrived kept in the kernel's record
 
     def _opened(self, comm, msg):
         self._add(comm)

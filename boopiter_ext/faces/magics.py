@@ -109,6 +109,7 @@ class BoopMagics(Magics):
     max_images, image_size, vision_models = _trait('max_images'), _trait('image_size'), _trait('vision_models')
     reuse, cache_dir, cassette, cassette_file = _trait('reuse'), _trait('cache_dir'), _trait('cassette'), _trait('cassette_file')
     tools, auto, lenient, max_rounds = _trait('tools'), _trait('auto'), _trait('lenient'), _trait('max_rounds')
+    background = _trait('background')
     web_allow = _trait('web_allow')
     unload_others, deaddrop_dir, deaddrop_timeout = _trait('unload_others'), _trait('deaddrop_dir'), _trait('deaddrop_timeout')
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
@@ -124,7 +125,7 @@ class BoopMagics(Magics):
         self.recorder = CellRecorder(shell)
         self.assistant = Assistant(self.recorder, shell.user_ns, notebook=self.notebook, config=self._config)
         self.assistant.listeners.append(self._binding_changed)
-        self._warm, self._toolbar, self.channel, self.readiness = None, None, None, None
+        self._warm, self._toolbar, self.channel, self.readiness, self._interrupt = None, None, None, None, None
         self._cloud_warm = False   # litellm warmed up, or on its way: once a kernel
         self._binding_id = f'boopiter-binding-{uuid.uuid4().hex}'   # every binding display shown is kept current
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
@@ -165,6 +166,9 @@ class BoopMagics(Magics):
             self.channel = Channel(self.assistant, on_pick=self._show_toolbar, preview=self.preview_cell)
             self.channel.register()
             self.assistant.edit = self.channel.edit
+            from .streaming import IdleInterrupt
+            self._interrupt = IdleInterrupt(self.shell.kernel, self.assistant.stop)   # stops a reply streaming on
+            self._interrupt.install()
         atexit.register(self.assistant.close)
         if self.warm_up:
             self._warm = threading.Thread(target=_warm_up, args=(self._cloud_model,), name='boopiter-warm-up', daemon=True)
@@ -182,7 +186,8 @@ class BoopMagics(Magics):
             atexit.unregister(self.readiness.stop)
             self.readiness.stop()
         if self.channel is not None: self.channel.unregister()
-        self.assistant.edit = None
+        if self._interrupt is not None: self._interrupt.uninstall()
+        self.assistant.edit, self._interrupt = None, None
         if self._toolbar is not None: self._toolbar.close()
         self._toolbar = self.channel = self.readiness = None
         atexit.unregister(self.assistant.close)
@@ -259,6 +264,7 @@ class BoopMagics(Magics):
             Why does the loop above print the same value twice?
         """
         from ..tools.guards import confirm_by_input
+        from .streaming import show_fault, streams_on, wait_for_reply
         from .view import ReplyView
         args = parse_argstring(self.prompt, line)
         if args.model and not check_setting('model', args.model):
@@ -269,8 +275,11 @@ class BoopMagics(Magics):
         settings = self.settings(_cell_options(args), self.notebook())
         if args.lenient and not settings['auto']: raise UsageError('`--lenient` applies to auto mode: add `--auto`.')
         view = lambda route, ledger: ReplyView(self.shell, route, ledger, extension=self.frontend)
-        got = self.assistant.answer(question, settings, view=view,
-                                    show=self._show_raw, with_context=not args.no_context, confirm=confirm_by_input)
+        later = self.kernel and streams_on(self, settings)[0] and not args.insert   # the cell ends before the reply
+        if self.kernel: wait_for_reply(self.assistant, getattr(self.recorder.current, 'cell_id', None))
+        got = self.assistant.answer(question, settings, view=view, show=self._show_raw,
+                                    with_context=not args.no_context, confirm=confirm_by_input, background=later,
+                                    fault=lambda e: show_fault(self.shell, e))
         self._offer_code(got, args.insert)
 
     def preview_cell(self, source:str)->tuple:
@@ -480,7 +489,9 @@ class BoopMagics(Magics):
         print('\n'.join(l.rstrip() for l in lines) if rows or listing.problems else 'No models in reach.')
 
     def _boop_status(self, _):
+        from .streaming import streams_on
         rows, warnings = self.assistant.status(self.notebook())
+        if self.kernel: rows['streaming'] = streams_on(self, self.settings(nb=self.notebook()))[1]
         if (asks := self.settings(nb=self.notebook()).consent):
             rows['proposed'] = f'{asks}: `%boop allow` (or the brain menu\'s Allow) accepts it for this notebook'
         print('\n'.join(f'{k:<9} {v}' for k,v in rows.items()) + ''.join(f'\nwarning   {w}' for w in warnings))

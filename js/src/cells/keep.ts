@@ -6,7 +6,8 @@
  * reply view); a stream or an error before that goes after them (the magic not found). If the run then ends without a
  * new reply (an interrupt before any token, a server that could not be reached), the saved outputs are put back with
  * the run's error after them. A run aborted by an earlier error sends nothing, so the saved reply simply stays. So a
- * notebook never shows, or autosaves, less than it had.
+ * notebook never shows, or autosaves, less than it had. A reply that streams on after its cell ended (the kernel's
+ * background reply) is judged when it ends, not when the cell does: until then its view stands.
  *
  * Outputs put back keep the trust they had: a notebook that was not trusted does not become trusted by a rerun.
  * The decisions are pure functions (`hasNewReply`, `restored`), unit-tested; `keepSavedReplies` does it in the page.
@@ -62,6 +63,14 @@ export function isNewReply(o: Output): boolean {
   }
   const blocks = Array.isArray(r.blocks) ? r.blocks.map(text) : [];
   return r.status === 'done' || blocks.some(b => b.trim()) || !!text(r.markdown).trim() || !!text(r.reasoning).trim();
+}
+
+/** Whether `outputs` hold a reply that is still on its way and has nothing to show yet (waiting for its first token). */
+export function awaitsReply(outputs: readonly Output[]): boolean {
+  return outputs.some(o => {
+    const r = replyData(o);
+    return !!r && r.kind === 'reply' && (r.status === 'waiting' || r.status === 'streaming') && !isNewReply(o);
+  });
 }
 
 /** Whether `outputs` hold a reply worth keeping. */
@@ -133,6 +142,20 @@ export function keepSavedReplies(cell: CodeCell): void {
       }
       return true;
     });
+    const settle = (): boolean => {
+      if (cell.isDisposed || area.future !== future) {
+        return true; // the cell runs again: that run decides
+      }
+      const run = area.model.toJSON();
+      if (awaitsReply(run) && !hasNewReply(run)) {
+        return false; // the reply streams on after the cell ended: judged once it has text or has ended
+      }
+      const back = restored(saved, run);
+      if (back) {
+        show(back);
+      }
+      return true;
+    };
     const end = () => {
       if (cell.isDisposed) {
         return;
@@ -141,10 +164,15 @@ export function keepSavedReplies(cell: CodeCell): void {
       if (!replaced || area.future !== future) {
         return; // no display came (aborted, or only an error line after the saved reply), or the cell runs again
       }
-      const back = restored(saved, area.model.toJSON());
-      if (back) {
-        show(back);
+      if (settle()) {
+        return;
       }
+      const later = () => {
+        if (settle()) {
+          area.model.changed.disconnect(later);
+        }
+      };
+      area.model.changed.connect(later);
     };
     future.done.then(end, end);
   });

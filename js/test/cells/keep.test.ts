@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hasNewReply, keepable, restored } from '../../src/cells/keep';
+import { awaitsReply, hasNewReply, keepable, restored } from '../../src/cells/keep';
 
 const REPLY = 'application/vnd.boopiter.reply+json';
 const reply = (over: object) => ({
@@ -31,6 +31,17 @@ describe("a prompt cell's saved reply", () => {
     expect(restored([SAVED as any], [])).toEqual([SAVED]);
     const fresh = reply({ blocks: ['A new answer.'] });
     expect(restored([SAVED as any], [fresh as any])).toBeNull();                                // replaced: it stands
+  });
+
+  it('waits for a reply that streams on after its cell ended, and judges it once it has text or has ended', () => {
+    const waiting = reply({ status: 'waiting', blocks: [] });
+    expect(awaitsReply([waiting as any])).toBe(true);                                            // not judged yet
+    expect(awaitsReply([reply({ status: 'streaming', blocks: [] }) as any])).toBe(true);
+    expect(awaitsReply([reply({ status: 'streaming', blocks: ['Half'] }) as any])).toBe(false);   // it has text: it stands
+    for (const ended of [SAVED, emptyFailed, reply({ status: 'interrupted', blocks: [] }), notFound]) {
+      expect(awaitsReply([ended as any])).toBe(false);
+    }
+    expect(restored([SAVED as any], [emptyFailed as any, fault as any])).toEqual([SAVED, fault]);   // then as any run
   });
 
   it('keeps what is text or drawn by boopiter, never another kind of output', () => {
