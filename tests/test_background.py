@@ -78,19 +78,53 @@ def test_a_prompt_ends_at_once_and_a_cell_runs_while_its_reply_streams_into_it(l
     assert 'w59' in sent_text and 'Count slowly' in sent_text
 
 
-def test_a_later_prompt_waits_for_the_reply_above_and_sees_all_of_it(lab, srv):
+def test_a_later_prompt_queues_behind_the_reply_above_and_sees_all_of_it_while_cells_run(lab, srv):
     srv.script('first half, second half.', delay=0.15)
-    srv.script('I saw it.')
+    srv.script('I saw it.', delay=0.05)
+    cells = [('p1', f'%%prompt -m {MODEL}\nTell me'), ('p2', f'%%prompt -m {MODEL}\nWhat did you say?'),
+             ('c1', 'print("meanwhile")')]   # the notebook as the page shows it: the code cell is below both prompts
+    on_subshell(lab, lab.subshell, 'comm_msg', dict(comm_id=lab.comms[-1], data=dict(type='notebook', cells=[
+        dict(id=i, cell_type='code', source=src) for i, src in cells])))
     p = lab.send(f'%%prompt -m {MODEL}\nTell me', cell_id='p1', lab=True)
     lab.follow(idle(p))
     q = lab.send(f'%%prompt -m {MODEL}\nWhat did you say?', cell_id='p2', lab=True)
+    lab.follow(idle(q), timeout=5)                                         # it ended at once too
+    waiting = reply_of(lab.seen, q)[REPLY_MIME]
+    assert waiting['status'] == 'waiting' and waiting['note'].startswith('waiting for the reply above to end')
+    assert len(srv.chats()) == 1                                           # not sent yet
+    c = lab.send('print("meanwhile")', cell_id='c1', lab=True)
+    lab.follow(idle(c), timeout=5)
+    assert lab.seen[c].text == 'meanwhile\n' and reply_of(lab.seen, p)[REPLY_MIME]['status'] == 'streaming'
     lab.follow(ended(q), timeout=30)
     assert reply_of(lab.seen, p)[REPLY_MIME]['status'] == 'done'
-    said = [m[2]['text'] for m in lab.seen[q].messages if m[1] == 'stream']
-    assert said and said[0].startswith('Waiting for the reply streaming above')   # it said why it waited
-    assert any(m[1] == 'clear_output' for m in lab.seen[q].messages)              # and the line went
-    assert 'first half, second half.' in str(srv.last_chat()['messages'])          # the whole reply, not half
-    assert reply_of(lab.seen, q)['text/plain'] == 'I saw it.'
+    sent = srv.last_chat()['messages']
+    assert 'first half, second half.' in str(sent)                         # the whole reply above, not half
+    assert 'meanwhile' not in str(sent)                                    # a cell below it, run meanwhile: not sent
+    assert reply_of(lab.seen, q)['text/plain'] == 'I saw it.'              # in the same view, in its own cell
+    assert [o['output_type'] for o in lab.seen[q].outputs] == ['display_data']
+
+
+def test_a_queued_prompt_stopped_or_run_again_is_not_sent(lab, srv):
+    sid, cid = lab.subshell, lab.comms[-1]
+    srv.script('tick ' * 600, delay=0.05)   # 30 s at most: stopped below
+    p = lab.send(f'%%prompt -m {MODEL}\nCount', cell_id='p1', lab=True)
+    q = lab.send(f'%%prompt -m {MODEL}\nNever sent', cell_id='p2', lab=True)
+    lab.follow(idle(q))
+    on_subshell(lab, sid, 'comm_msg', dict(comm_id=cid, data=dict(type='stop', cell_id='p2')))   # its view's Stop
+    lab.follow(ended(q), timeout=10)
+    data = reply_of(lab.seen, q)[REPLY_MIME]
+    assert data['status'] == 'interrupted' and data['summary'] == 'stopped before it was sent'
+    assert reply_of(lab.seen, p)[REPLY_MIME]['status'] == 'streaming'      # the reply above goes on
+    srv.script('Second try.')
+    r = lab.send(f'%%prompt -m {MODEL}\nThen this', cell_id='p3', lab=True)
+    r2 = lab.send(f'%%prompt -m {MODEL}\nThen this, reworded', cell_id='p3', lab=True)   # run again while queued
+    lab.follow(lambda seen: idle(r2)(seen) and ended(r)(seen))
+    assert reply_of(lab.seen, r)[REPLY_MIME]['summary'] == 'stopped before it was sent'
+    on_subshell(lab, sid, 'comm_msg', dict(comm_id=cid, data=dict(type='stop', cell_id='p1')))   # the reply above ends
+    lab.follow(lambda seen: ended(p)(seen) and ended(r)(seen) and ended(r2)(seen), timeout=30)
+    assert reply_of(lab.seen, r)[REPLY_MIME]['status'] == 'interrupted'
+    assert reply_of(lab.seen, r2)['text/plain'] == 'Second try.'
+    assert [m['messages'][-1]['content'].rpartition('\n')[2] for m in srv.chats()] == ['Count', 'Then this, reworded']
 
 
 def test_stop_interrupt_running_again_and_closing_end_a_background_reply_keeping_what_arrived(lab, srv):
@@ -113,7 +147,8 @@ def test_stop_interrupt_running_again_and_closing_end_a_background_reply_keeping
         assert time.monotonic() - at < 3, how
         assert data[REPLY_MIME]['status'] == 'interrupted' and data['text/plain'].startswith('tick '), how
         assert not lab.seen[p].error, how                                  # stopping is not a fault
-        assert srv.streams[-1 if how != 'again' else -2].disconnected, how   # hung up: the server stops generating
+        stream, deadline = srv.streams[-1 if how != 'again' else -2], time.monotonic() + 5
+        while not stream.disconnected: assert time.monotonic() < deadline, how; time.sleep(0.02)   # the server stops
         if how == 'again':
             lab.follow(ended(again))
             assert reply_of(lab.seen, again)['text/plain'] == 'Again.'

@@ -8,7 +8,7 @@ below):
 - consent.py: auto-run and the tools that act or reach out: what a notebook or project proposes, what you allowed
 - replay.py: request digests, saved replies reused, the disk cache, cassettes
 - readiness.py: the model made ready while the kernel is idle: the embedded model warmed on the notebook so far
-- background.py: a reply that streams on after its prompt cell ended, one at a time, on a thread of its own
+- background.py: replies that stream on after their prompt cells ended, one at a time and in order
 - progress.py: what a prompt to the embedded model waits for: its start, how far llama.cpp has read the prompt
 - refs.py: references in a prompt: $`name` (a variable's value, summarised) and &`name` (a function as a tool)
 - menu.py: what the brain menu shows, as data: who answers and why, the picks, the models, the options

@@ -16,7 +16,7 @@ do; a partial reply is shown before its fault is raised.
 
 __all__ = ['Assistant', 'Answer', 'folder']
 
-import logging, re, threading
+import contextvars, logging, re, threading
 from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,7 @@ if TYPE_CHECKING: from ..models.stream import Reply
 log = logging.getLogger('boopiter_ext')
 
 
+_HERE = contextvars.ContextVar('boopiter_prompt_cell', default=None)   # a queued prompt's cell, on its reply's thread
 _CELL_MODEL = re.compile(r'(?:^|\s)(?:-m|--model)(?:\s+|=)(\S+)')   # `%%prompt -m NAME` (the cell's first line)
 # settings `%boop status` tells within another row: the model line, `tools` (auto-run), `context`, `cassette`
 _IN_ROWS = {'model', 'reasoning_model', 'reasoning', 'auto', 'tools', 'context_size', 'cassette', 'cassette_file',
@@ -116,6 +117,16 @@ class Assistant:
         self._fresh = set()   # cells whose next run asks again: the reply view's Ask again (a click, never a file)
         self._reuse_here = False   # the binding's `reuse` was picked in this kernel (a click), not read from the file
         self.background = Background()   # the reply streaming while the notebook stays usable (background.py)
+
+    @property
+    def current(self):
+        """The record of the prompt cell being answered: the running cell's, or on a queued prompt's thread the cell it
+        was run in (`here`)."""
+        return _HERE.get() or self.cells.current
+
+    def here(self, cell):
+        "Answer for `cell` from now on in this context (a queued prompt's thread: another cell may run meanwhile)."
+        _HERE.set(cell)
 
     # -- lifecycle
     @property
@@ -297,7 +308,7 @@ class Assistant:
         told = [n for n in settings.notes if n not in self._told] if offer else []   # a refused setting: said once
         self._told.update(told)
         note = '; '.join(filter(None, [plan['route']['note'], *settings.screened, *r.notes, *told]))
-        route = dict(plan['route'], note=note, cell_id=getattr(self.cells.current, 'cell_id', None))
+        route = dict(plan['route'], note=note, cell_id=getattr(self.current, 'cell_id', None))
         return dict(plan, tools=tools, auto=settings['auto'] and bool(tools), msgs=msgs, ledger=ledger, route=route)
 
     def answer(self,
@@ -458,7 +469,7 @@ class Assistant:
     def cells_above(self, nb):
         "The notebook above the running prompt: cells as they ran here, else as the notebook holds them, in its order."
         from ..context.build import order_cells
-        return order_cells(self.cells.cells(), self.layout(nb), self.cells.current)
+        return order_cells(self.cells.cells(), self.layout(nb), self.current)
 
     def window(self, model, needed, info, settings, grow=True)->int:
         """The context window to ask `model` for: sized to `needed` in steps, capped by the model, and never smaller than
@@ -509,7 +520,7 @@ class Assistant:
         kind, found = (None, None) if mode == 'replay' else self.reusable(digest, model, msgs, options, settings, route,
                                                                          ledger if first else None)
         if kind is None and mode != 'replay':
-            self._fresh.discard(getattr(self.cells.current, 'cell_id', None))   # Ask again: this once
+            self._fresh.discard(getattr(self.current, 'cell_id', None))   # Ask again: this once
             if first and (prev := self.previous_reply()) is not None: route['previous'] = prev   # recoverable
         shown = view(route, ledger)
         if mode == 'replay':
@@ -528,7 +539,7 @@ class Assistant:
             reply = self._keep(*found, model, settings, route, ledger, shown)
             reply.via = kind
             return reply
-        cell = self.cells.current   # the prompt's record: a background reply ends after it stopped being current
+        cell = self.current   # the prompt's record: a background reply ends after it stopped being current
         self._waiting(model, shown)
         def ask(stopper=None):
             reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt, cell, stopper)
@@ -542,12 +553,12 @@ class Assistant:
             return reply
         if not background: return ask()
         stopper = self._replying(getattr(cell, 'cell_id', None))   # Stop reaches it from now on, before its thread runs
-        self.background.start(lambda: ask(stopper), getattr(cell, 'cell_id', None), fault)
+        self.background.start(lambda cancelled: ask(stopper), getattr(cell, 'cell_id', None), fault)
         return Reply(model)
 
     def _record(self, output, cell=None):
         "Record a reply output shown in `cell` (the running cell's record by default; the next prompt's context reads it)."
-        if (cell := cell or self.cells.current) is not None: cell.outputs.append(output)
+        if (cell := cell or self.current) is not None: cell.outputs.append(output)
         return output
 
     def _waiting(self, model, view):
@@ -562,7 +573,7 @@ class Assistant:
         `cell` (the running cell's by default); faults keep the partial reply and raise one paragraph. The frontend's
         Stop reaches it (`stop`)."""
         from ..models.stream import Reply, pump, watching
-        current = cell or self.cells.current
+        current = cell or self.current
         reply, events, err = Reply(model), None, None
         stop = stopper or self._replying(getattr(current, 'cell_id', None))
         try:
@@ -601,12 +612,14 @@ class Assistant:
         return stopper
 
     def stop(self,
-             cell_id:str=None,  # The cell whose reply to stop (the frontend's cell id); None: whichever streams
-            )->bool:            # Whether a reply was streaming and is stopped now
+             cell_id:str=None,  # The cell whose reply to stop (the frontend's cell id); None: every one
+            )->bool:            # Whether a reply was streaming or queued and is stopped now
         """Stop the reply streaming now, from any thread (the frontend's Stop, on a comm's subshell): it ends within a
-        moment as *interrupted*, what arrived kept, and the cell ends without an error."""
+        moment as *interrupted*, what arrived kept, and the cell ends without an error. A prompt queued behind it
+        (`background`) is not sent."""
+        dropped = self.background.cancel(cell_id)
         with self._lock: stopper = self._stopper
-        if stopper is None or cell_id and stopper.cell_id and cell_id != stopper.cell_id: return False
+        if stopper is None or cell_id and stopper.cell_id and cell_id != stopper.cell_id: return dropped
         stopper.stop()
         return True
 
@@ -661,7 +674,7 @@ class Assistant:
         """Why this prompt asks the model whatever it saved ('' if it need not): the reply view's Ask again, `--fresh`,
         or `reuse = off` from your own layers (`%config`, your settings.ini, the menu's switch clicked in this kernel);
         a notebook's binding or a project's settings.ini never makes a rerun spend model calls."""
-        if getattr(self.cells.current, 'cell_id', None) in self._fresh: return 'Ask again'
+        if getattr(self.current, 'cell_id', None) in self._fresh: return 'Ask again'
         if settings['reuse']: return ''
         source = settings.source['reuse']
         if source == 'cell option': return '`--fresh`'
@@ -684,7 +697,7 @@ class Assistant:
         from ..context.build import prompt_text
         from ..context.nbfile import saved_cells
         from .replay import latest_reply
-        current, nb = self.cells.current, self.notebook()
+        current, nb = self.current, self.notebook()
         if current is None: return None
         saved, question = (saved_cells(nb) or []) if nb else [], prompt_text(current.source)
         def asks(c, same=True): return c.kind == 'prompt' and (not same or prompt_text(c.source) == question)
@@ -754,7 +767,7 @@ class Assistant:
         from .replay import DiskCache, find_saved_reply
         nb = self.notebook()
         found = find_saved_reply(digest, self.cells.cells(), saved_cells(nb) if nb else None,
-                                 cell_id=getattr(self.cells.current, 'cell_id', None))
+                                 cell_id=getattr(self.current, 'cell_id', None))
         if found is None and settings['cache_dir']: found = DiskCache(settings['cache_dir']).get(digest)
         return found
 
@@ -764,7 +777,7 @@ class Assistant:
         from ..context.build import prompt_text
         from ..context.nbfile import saved_cells
         from .replay import find_kept_reply
-        current, nb = self.cells.current, self.notebook()
+        current, nb = self.current, self.notebook()
         if current is None: return None
         cells = [*self.cells.cells(), *((saved_cells(nb) or []) if nb else [])]   # this kernel's first, then the file's
         question = prompt_text(current.source)

@@ -264,7 +264,7 @@ class BoopMagics(Magics):
             Why does the loop above print the same value twice?
         """
         from ..tools.guards import confirm_by_input
-        from .streaming import show_fault, streams_on, wait_for_reply
+        from .streaming import queue_prompt, show_fault, streams_on, wait_for_reply
         from .view import ReplyView
         args = parse_argstring(self.prompt, line)
         if args.model and not check_setting('model', args.model):
@@ -276,10 +276,14 @@ class BoopMagics(Magics):
         if args.lenient and not settings['auto']: raise UsageError('`--lenient` applies to auto mode: add `--auto`.')
         view = lambda route, ledger: ReplyView(self.shell, route, ledger, extension=self.frontend)
         later = self.kernel and streams_on(self, settings)[0] and not args.insert   # the cell ends before the reply
-        if self.kernel: wait_for_reply(self.assistant, getattr(self.recorder.current, 'cell_id', None))
+        fault, bg = lambda e: show_fault(self.shell, e), self.assistant.background
+        cell_id = getattr(self.recorder.current, 'cell_id', None)
+        if later and cell_id and bg.holds(cell_id): self.assistant.stop(cell_id)   # run again: its reply ends first
+        if later and bg.running: return queue_prompt(self, question, settings, not args.no_context, fault)
+        if self.kernel: wait_for_reply(self.assistant, cell_id)   # the cell ends with its reply: after those streaming
         got = self.assistant.answer(question, settings, view=view, show=self._show_raw,
                                     with_context=not args.no_context, confirm=confirm_by_input, background=later,
-                                    fault=lambda e: show_fault(self.shell, e))
+                                    fault=fault)
         self._offer_code(got, args.insert)
 
     def preview_cell(self, source:str)->tuple:

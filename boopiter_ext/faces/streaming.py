@@ -7,14 +7,16 @@ that applies, and does what only ipykernel can:
 - `streams_on(magics, settings)`: whether a reply asked now streams on after its cell, and why (`%boop status` says
   it). The request running now tells who runs the cell: JupyterLab and Notebook 7 send the cell's id and answer input;
   nbclient, papermill and `boopiter-run` answer no input (they must save whole replies), VS Code's cell ids say so.
-- `wait_for_reply`: a later prompt waits, saying so in its cell, for the reply streaming now, so it sees all of it;
-  a prompt cell run again stops its own reply first (kept, marked stopped).
+- `queue_prompt`: a prompt started while a reply streams ends at once too; its view says it waits (with its Stop), and
+  it is composed and sent on its own thread once the replies before it have ended, so it sees them whole.
+- `wait_for_reply`: where a prompt's cell must end with its reply (a tool loop, a headless run), it waits in its cell,
+  saying so, for the replies streaming now; a prompt cell run again stops its own reply first (kept, marked stopped).
 - `IdleInterrupt`: Kernel › Interrupt while no cell runs stops the streaming reply (ipykernel ignores SIGINT when idle;
   it puts back `kernel.saved_sigint_handler` after every request). An interrupt while a cell runs stays that cell's.
 - `show_fault`: a fault of a background reply, one line in its own cell (the thread keeps the cell's parent header).
 """
 
-__all__ = ['streams_on', 'wait_for_reply', 'IdleInterrupt', 'show_fault']
+__all__ = ['streams_on', 'queue_prompt', 'wait_for_reply', 'IdleInterrupt', 'show_fault']
 
 import signal, threading
 from ..errors import BoopError, ReplyInterrupted
@@ -45,17 +47,43 @@ def streams_on(
     return True, 'the cell ends once its request is on its way; the reply streams on into it while other cells run'
 
 
+def queue_prompt(
+    magics,               # The `BoopMagics` whose prompt cell runs now
+    question:str,         # The prompt's question
+    settings,             # Its settings, as they are now
+    with_context:bool,    # Send the notebook above it
+    fault,                # fault(exception): one line in its cell
+):
+    """Queue a prompt behind the replies streaming now and end its cell: its view says it waits (its Stop cancels it),
+    and once they have ended it is composed (the notebook above it, those replies whole) and sent on its own thread."""
+    from .view import ReplyView
+    a, cell = magics.assistant, magics.recorder.current
+    shown = ReplyView(magics.shell, extension=magics.frontend)
+    shown.queued('waiting for the reply above to end, so that this prompt sees all of it')
+    def view(route, ledger):   # the request starts: the same display goes on with the reply
+        shown.route, shown.ledger = route, ledger
+        return shown
+    def job(cancelled):
+        if cancelled.is_set(): return shown.queued('stopped before it was sent', 'interrupted')
+        a.here(cell)   # the notebook above this cell, and its record, whatever cell runs now
+        try: a.answer(question, settings, view=view, show=magics._show_raw, with_context=with_context)
+        except Exception:
+            if shown.route is None: shown.queued('not sent', 'error')   # its fault says why, in one line below
+            raise
+    a.background.start(job, getattr(cell, 'cell_id', None), fault)
+
+
 def wait_for_reply(
     assistant,       # The kernel's `Assistant`
     cell_id=None,    # The prompt cell about to ask (its frontend cell id)
 ):
-    """Wait for the reply streaming now, saying so in the cell; the same cell's reply is stopped first (run again).
-    An interrupt ends the wait (the reply above streams on) and nothing is sent."""
+    """Wait, in the cell, for the replies streaming or queued now, saying so; this cell's own is stopped first (run
+    again). An interrupt ends the wait (those replies stream on) and nothing is sent."""
     from IPython.display import clear_output
     bg = assistant.background
+    if cell_id and bg.holds(cell_id): assistant.stop(cell_id)   # run again: its earlier reply ends, what arrived kept
     if not bg.running: return
-    if cell_id and bg.cell_id == cell_id: assistant.stop(cell_id)   # run again: its earlier reply ends, what arrived kept
-    else: print('Waiting for the reply streaming above to end, so that this prompt sees all of it …', flush=True)
+    print('Waiting for the reply streaming above to end, so that this prompt sees all of it …', flush=True)
     try: bg.wait()
     except KeyboardInterrupt:
         raise ReplyInterrupted('Interrupted while waiting for the reply above to end; nothing was sent.') from None

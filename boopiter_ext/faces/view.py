@@ -123,6 +123,15 @@ class KernelView:
                       {MIME_KEY: dict(reply=True, model=w.model, status='waiting', **{k: v for k,v in
                                       dict(why=why, step=step).items() if v})})   # `boopiter-run` prints them
 
+    def queued(self,
+               line:str,               # What it waits for, or why it ended before it was sent
+               status:str='waiting'):  # 'waiting' while queued; 'interrupted' or 'error' when it ends unsent
+        "A prompt queued behind the reply streaming now: its view says so (with its Stop) until its own request starts."
+        data = dict(version=1, kind='reply', model='', status=status, markdown='', reasoning='', reasoning_label='',
+                    reasoning_streaming=False, reused=False, summary=line, details=[], note=line)
+        self._send({REPLY_MIME: data, 'text/markdown': f'*{inline_text(line[0].upper() + line[1:])}*', 'text/plain': ''},
+                   {MIME_KEY: dict(reply=True, model='', status=status)})
+
     def _with_why(self, data, reply):
         "The bundle with why the embedded model answers, visible: a line above the answer, and in the frontend's note."
         why = why_line(reply.model, self.route)
