@@ -248,3 +248,22 @@ def test_a_dead_drop_reply_streams_beside_the_notebook(lab, tmp_path):
     go.set()
     lab.follow(ended(p), timeout=30)
     assert reply_of(lab.seen, p)['text/plain'] == 'From the drop, written later.'
+
+
+def test_a_prompt_that_must_end_with_its_reply_waits_in_its_cell_and_unloading_stops_a_streaming_reply(lab, srv):
+    srv.script('tick ' * 40, delay=0.05)
+    srv.script('After the ticks.')
+    p = lab.send(f'%%prompt -m {MODEL}\nCount', cell_id='p1', lab=True)
+    a = lab.send(f'%%prompt --auto -m {MODEL}\nAnd now?', cell_id='p2', lab=True)   # auto mode: it ends with its reply
+    lab.follow(idle(a), timeout=30)
+    said = [m for m in lab.seen[a].messages if m[1] in ('stream', 'clear_output')]
+    assert said[0][2]['text'].startswith('Waiting for the reply streaming above') and said[1][1] == 'clear_output'
+    assert reply_of(lab.seen, p)[REPLY_MIME]['status'] == 'done'          # ended before this one was sent
+    assert reply_of(lab.seen, a)[REPLY_MIME]['status'] == 'done' and ('tick ' * 40).strip() in str(srv.last_chat())
+    srv.script('tock ' * 400, delay=0.05)
+    q = lab.send(f'%%prompt -m {MODEL}\nCount again', cell_id='p3', lab=True)
+    lab.follow(lambda seen: q in seen and 'tock' in str(seen[q].outputs))
+    u = lab.send('%unload_ext boopiter_ext', cell_id='u1', lab=True)
+    lab.follow(lambda seen: idle(u)(seen) and ended(q)(seen), timeout=10)
+    assert reply_of(lab.seen, q)[REPLY_MIME]['status'] == 'interrupted' and lab.seen[u].error is None
+    assert lab.run('%load_ext boopiter_ext').status == 'ok' and lab.value('"usable"') == "'usable'"

@@ -63,3 +63,26 @@ def test_a_cell_runs_and_the_menu_answers_while_a_reply_streams(app, page, srv):
     assert [o.get('text') for o in saved.cells[2].outputs] == ['42\n']    # nothing of the reply in the other cells
     assert saved.cells[3].outputs == []
     assert saved_reply(saved, 4)['data']['text/plain'] == 'It was word79.'
+
+
+BLOCK = "print('from the reply')"
+SLOW = f'Run this:\n\n```python\n{BLOCK}\n```\n\n' + ''.join(f'then{i} ' for i in range(40))
+
+
+@both_apps
+def test_a_block_inserted_and_run_while_its_reply_streams_runs_once_the_reply_has_ended(app, page, srv):
+    path = write_notebook(app.root/'insert.ipynb', CELLS[:2])
+    open_notebook(page, app, path.name)
+    run_cell(page, 0)
+    until(page, app, f"{MENU_PHASE} === 'ready'", 'boopiter loaded')
+    srv.script(SLOW, delay=0.1)   # the block first, then 4 s more of text
+    run_cell(page, 1)
+    run = cells(page).nth(1).locator('.boop-Code [data-boop-action="run"]')
+    run.wait_for(timeout=20_000)
+    assert page.evaluate(f'() => {STATUS}') == 'streaming'
+    run.click()
+    until(page, app, f'{PANEL}.content.widgets.length === 3', 'the inserted cell')
+    assert 'it runs when the reply ends' in run.inner_text()             # it says why it waits
+    assert page.evaluate(f'() => {PANEL}.content.widgets[2].model.executionCount') is None
+    until(page, app, reply_done(1), 'the reply ended', timeout=30)
+    until(page, app, f"({OUTPUT_TEXTS})(2).join('') === 'from the reply\\n'", 'the inserted cell run after the reply')

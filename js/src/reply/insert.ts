@@ -46,8 +46,11 @@ export function findCell(tracker: INotebookTracker, node: HTMLElement, cellId?: 
 /** The last cell inserted from each prompt cell's reply, so several inserts keep their order. */
 const lastInserted = new WeakMap<object, string>();
 
-/** Insert `code` as a new code cell below the prompt cell (after earlier inserts from it); run it if asked. */
-export async function insertBelow(target: ICellTarget, code: string, run: boolean): Promise<void> {
+/**
+ * Insert `code` as a new code cell below the prompt cell (after earlier inserts from it); run it if asked, once `after`
+ * resolves when given (the reply streams on), unless the inserted cell is gone by then.
+ */
+export async function insertBelow(target: ICellTarget, code: string, run: boolean, after?: Promise<void>): Promise<void> {
   const { panel, cell } = target;
   const nb = panel.content;
   const model = nb.model;
@@ -70,6 +73,12 @@ export async function insertBelow(target: ICellTarget, code: string, run: boolea
   lastInserted.set(cell.model, inserted.model.id);
   nb.deselectAll();
   nb.activeCellIndex = index;
+  if (run && after) {
+    await after;
+    if (inserted.isDisposed || nb.isDisposed) {
+      return;
+    }
+  }
   if (run) {
     // the notebook's own run: the cell gets its execution count and the notebook records what ran
     if (typeof NotebookActions.runCells === 'function') {

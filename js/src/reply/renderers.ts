@@ -119,7 +119,7 @@ export class ReplyRenderer extends Widget implements IRenderMime.IRenderer {
       return null;
     }
     return {
-      insert: (code, run) => insertBelow(target, code, run),
+      insert: (code, run, after) => insertBelow(target, code, run, after),
       stop: () => stopReply(target.panel, cellId ?? target.cell.model.id), // boopiter's Stop (channel/stop.ts)
       fresh: () => askAgain(target.panel, target.cell, cellId ?? target.cell.model.id) // Ask again (stale.ts)
     };

@@ -27,8 +27,11 @@ export interface IReplyHooks extends IRenderHooks {
 }
 
 export interface IReplyActions {
-  /** Insert `code` in a new code cell below the prompt cell; run it with the notebook's own run if `run`. */
-  insert(code: string, run: boolean): Promise<void>;
+  /**
+   * Insert `code` in a new code cell below the prompt cell; run it with the notebook's own run if `run`, once `after`
+   * resolves when given (the reply it came from streams on: what it produced is used once it has ended).
+   */
+  insert(code: string, run: boolean, after?: Promise<void>): Promise<void>;
   /** Interrupt the kernel (the stop button). */
   stop(): Promise<void>;
   /** Ask again (a stale reply's action, `stale.ts`): false if the kernel could not hear it. */
@@ -70,6 +73,9 @@ export class ReplyView {
       this._reset();
     }
     this._data = data;
+    if (data.kind === 'reply' && !isLive(data.status)) {
+      this._ended.splice(0).forEach(resolve => resolve()); // what waited for the reply to end
+    }
     switch (data.kind) {
       case 'reply':
         this._reply(data);
@@ -300,6 +306,15 @@ export class ReplyView {
     if (cell === null) {
       return; // a language the kernel cannot run: Copy only
     }
+    if (run && this._data?.kind === 'reply' && isLive(this._data.status)) {
+      // the reply streams on: its block is inserted now and runs once the reply has ended, and says so
+      flash(button, 'Inserted below ✓ · it runs when the reply ends');
+      actions.insert(cell, run, new Promise<void>(resolve => this._ended.push(resolve))).then(
+        () => flash(button, 'Running below ✓'),
+        () => flash(button, 'Could not insert')
+      );
+      return;
+    }
     actions.insert(cell, run).then(
       () => flash(button, run ? 'Running below ✓' : 'Inserted below ✓'),
       () => flash(button, 'Could not insert')
@@ -315,6 +330,8 @@ export class ReplyView {
   private _steps: IToolStepView[] = [];
   /** The trimmed text of the blocks the tool loop ran (`ran_blocks`). */
   private _ran = new Set<string>();
+  /** Resolvers of what waits for this reply to end (a block's Insert and run clicked while it streams). */
+  private _ended: (() => void)[] = [];
   private _follower: StreamFollower;
   private _attached = false;
   private _timer = 0;

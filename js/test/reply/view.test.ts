@@ -117,6 +117,29 @@ describe('ReplyView', () => {
     expect(insert).toHaveBeenCalledTimes(3);
   });
 
+  it("runs a block inserted while its reply streams only once the reply has ended, and says so", async () => {
+    const insert = vi.fn(async (_code: string, _run: boolean, after?: Promise<void>) => { await after; });
+    const { view } = makeView({ insert, stop: async () => undefined });
+    const blocks = ['```python\nprint(1)\n```', 'More is coming'];
+    await view.update(reply(blocks));   // streaming
+    const run = view.node.querySelector('[data-boop-action=run]') as HTMLElement;
+    run.click();
+    expect(run.textContent).toContain('it runs when the reply ends');
+    const after = (insert.mock.calls[0] as unknown[])[2] as Promise<void>;
+    expect(insert.mock.calls[0].slice(0, 2)).toEqual(['print(1)', true]);
+    let ended = false;
+    void after.then(() => { ended = true; });
+    await view.update(reply(blocks));   // still streaming
+    await Promise.resolve();
+    expect(ended).toBe(false);
+    await view.update(reply(blocks, { status: 'interrupted' }));   // ended (stopped, too)
+    await after;
+    expect(ended).toBe(true);
+    await view.update(reply(blocks, { status: 'done' }));
+    (view.node.querySelector('[data-boop-action=run]') as HTMLElement).click();
+    expect(insert).toHaveBeenLastCalledWith('print(1)', true);   // an ended reply's block runs at once
+  });
+
   it('offers no Insert and run for the blocks the tool loop ran (listed once the round ran)', async () => {
     const { view } = makeView({ insert: async () => undefined, stop: async () => undefined });
     const md = ['Let me look.', '```python\nread_cell("c1")\n```', '```python\nprint(2)\n```'];
