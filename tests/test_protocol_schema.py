@@ -189,8 +189,16 @@ def reply_bundles(w):
     stopped = Reply(MODEL)
     stopped.add_content('one two')
     stopped.finish('interrupted')
+    from types import SimpleNamespace
+    from boopiter_ext.faces.view import KernelView
+    shown = []   # a reply's waiting line; a queued prompt's view, waiting behind the reply above, then taken back unsent
+    view = KernelView(SimpleNamespace(display_pub=SimpleNamespace(publish=lambda data, md, **kw: shown.append(data[REPLY_MIME]))))
+    view.waiting(MODEL, note='loading the model')   # every reply's first line, until its first token
+    view._waiting.stop()
+    view.queued('waiting for the reply above to end')
+    view.queued('stopped before it was sent', 'interrupted')
     return [reply_data(streaming, route, ledger, open_fence=True), reply_bundle(done, route, ledger)[0][REPLY_MIME],
-            reply_bundle(stopped)[0][REPLY_MIME]]
+            reply_bundle(stopped)[0][REPLY_MIME], *shown]
 
 
 def round_bundles(w):

@@ -106,8 +106,7 @@ class Channel:
         if not self.comms:   # no frontend shows the notebook now: nobody sees a reply streaming on after its cell
             self.hello.clear()
             self.assistant.shown = None
-            bg = self.assistant.background
-            if bg.running: self.assistant.stop(bg.cell_id)   # ends as stopped, what arrived kept in the kernel's record
+            if self.assistant.background.running: self.assistant.stop()   # every one: stopped, or not sent
 
     def _opened(self, comm, msg):
         self._add(comm)

@@ -114,7 +114,7 @@ class KernelView:
         if (said, elapsed) == self._said: return   # seconds shown whole: most ticks change nothing
         self._said = said, elapsed
         line = ' · '.join(filter(None, [f'waiting for {w.model}', said, elapsed]))
-        data = dict(version=1, kind='reply', model=w.model, status='waiting', markdown='', reasoning='', reasoning_label='',
+        data = dict(version=1, kind='reply', model=w.model, status='waiting', blocks=[], reasoning='', reasoning_label='',
                     reasoning_streaming=False, reused=False, summary=line, details=[],
                     **dict(note=said) if said else {})   # the frontend's live line shows the note, and its own timer
         # the same mime types as every update: the frontend keeps one view, and its stop button
@@ -127,7 +127,7 @@ class KernelView:
                line:str,               # What it waits for, or why it ended before it was sent
                status:str='waiting'):  # 'waiting' while queued; 'interrupted' or 'error' when it ends unsent
         "A prompt queued behind the reply streaming now: its view says so (with its Stop) until its own request starts."
-        data = dict(version=1, kind='reply', model='', status=status, markdown='', reasoning='', reasoning_label='',
+        data = dict(version=1, kind='reply', model='', status=status, blocks=[], reasoning='', reasoning_label='',
                     reasoning_streaming=False, reused=False, summary=line, details=[], note=line)
         self._send({REPLY_MIME: data, 'text/markdown': f'*{inline_text(line[0].upper() + line[1:])}*', 'text/plain': ''},
                    {MIME_KEY: dict(reply=True, model='', status=status)})
