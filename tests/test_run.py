@@ -365,7 +365,10 @@ def test_the_prompt_progress_says_the_start_then_how_far_the_prompt_is_read():
         progress.interval = 0
         assert progress() == 'loading the weights' and engine.asked == 0        # starting: the engine is not asked
         engine.step = ''
-        said = [progress() for _ in range(5) if not time.sleep(0.3)]
+        said, deadline = [progress()], time.monotonic() + 10   # each answer is said at least once: the next is asked
+        while 'reading the prompt: 384 of ~856 tokens read' not in said and time.monotonic() < deadline:   # only then
+            time.sleep(0.05)
+            said.append(progress())
         assert said[0] == '' and 'reading the prompt: 384 of ~856 tokens read' in said, said   # '' : the view says ~856
         assert until_said(progress, 'reading the prompt: 12 new tokens read, 1,046 from the cache')   # past the estimate
         assert until_said(progress, 'reading the prompt: 900 tokens read')        # more than the estimate: no "of"
