@@ -12,7 +12,7 @@ nothing of the kernel's main thread (a tool loop waits in its cell), so nothing 
 
     bg = Background()
     bg.start(job, cell_id='c3', fault=show_one_line)   # job(cancelled) runs after the jobs before it; a raise -> fault
-    bg.running, bg.cell_id                             # a reply streams or waits, and the cell of the first
+    bg.running, bg.holds('c3')                         # a reply streams or waits; one of that cell does
     bg.cancel('c4')                                    # that cell's queued prompt is not sent (its job sees `cancelled`)
     bg.wait(timeout=1.0)                               # True once none streams or waits
     bg.ended.append(callback)                          # callback() once the last one has ended (readiness)
@@ -41,11 +41,6 @@ class Background:
     @property
     def running(self)->bool:
         with self._lock: return bool(self._jobs)
-
-    @property
-    def cell_id(self):
-        "The cell of the reply streaming now (or about to), None if none."
-        with self._lock: return self._jobs[0].cell_id if self._jobs else None
 
     def holds(self, cell_id)->bool:
         "Whether a reply of cell `cell_id` streams or waits."

@@ -278,9 +278,9 @@ class BoopMagics(Magics):
         later = self.kernel and streams_on(self, settings)[0] and not args.insert   # the cell ends before the reply
         fault, bg = lambda e: show_fault(self.shell, e), self.assistant.background
         cell_id = getattr(self.recorder.current, 'cell_id', None)
-        if later and cell_id and bg.holds(cell_id): self.assistant.stop(cell_id)   # run again: its reply ends first
+        if cell_id and bg.holds(cell_id): self.assistant.stop(cell_id)   # run again: its earlier reply ends first
         if later and bg.running: return queue_prompt(self, question, settings, not args.no_context, fault)
-        if self.kernel: wait_for_reply(self.assistant, cell_id)   # the cell ends with its reply: after those streaming
+        if self.kernel: wait_for_reply(self.assistant)   # the cell ends with its reply: after those streaming
         got = self.assistant.answer(question, settings, view=view, show=self._show_raw,
                                     with_context=not args.no_context, confirm=confirm_by_input, background=later,
                                     fault=fault)
@@ -494,9 +494,10 @@ class BoopMagics(Magics):
 
     def _boop_status(self, _):
         from .streaming import streams_on
-        rows, warnings = self.assistant.status(self.notebook())
-        if self.kernel: rows['streaming'] = streams_on(self, self.settings(nb=self.notebook()))[1]
-        if (asks := self.settings(nb=self.notebook()).consent):
+        nb = self.notebook()
+        rows, warnings, s = *self.assistant.status(nb), self.settings(nb=nb)
+        if self.kernel: rows['streaming'] = streams_on(self, s)[1]
+        if (asks := s.consent):
             rows['proposed'] = f'{asks}: `%boop allow` (or the brain menu\'s Allow) accepts it for this notebook'
         print('\n'.join(f'{k:<9} {v}' for k,v in rows.items()) + ''.join(f'\nwarning   {w}' for w in warnings))
 

@@ -10,7 +10,7 @@ that applies, and does what only ipykernel can:
 - `queue_prompt`: a prompt started while a reply streams ends at once too; its view says it waits (with its Stop), and
   it is composed and sent on its own thread once the replies before it have ended, so it sees them whole.
 - `wait_for_reply`: where a prompt's cell must end with its reply (a tool loop, a headless run), it waits in its cell,
-  saying so, for the replies streaming now; a prompt cell run again stops its own reply first (kept, marked stopped).
+  saying so, for the replies streaming now.
 - `IdleInterrupt`: Kernel › Interrupt while no cell runs stops the streaming reply (ipykernel ignores SIGINT when idle;
   it puts back `kernel.saved_sigint_handler` after every request). An interrupt while a cell runs stays that cell's.
 - `show_fault`: a fault of a background reply, one line in its own cell (the thread keeps the cell's parent header).
@@ -24,7 +24,6 @@ from ..errors import BoopError, ReplyInterrupted
 
 def _from_lab(shell)->bool:
     "Whether the request running now comes from JupyterLab or Notebook 7: it carries their cell id and answers input."
-    if not hasattr(shell, 'kernel'): return False   # a terminal
     try: parent = shell.kernel.get_parent() or {}
     except Exception: return False
     cell_id = (parent.get('metadata') or {}).get('cellId')
@@ -75,13 +74,11 @@ def queue_prompt(
 
 def wait_for_reply(
     assistant,       # The kernel's `Assistant`
-    cell_id=None,    # The prompt cell about to ask (its frontend cell id)
 ):
-    """Wait, in the cell, for the replies streaming or queued now, saying so; this cell's own is stopped first (run
-    again). An interrupt ends the wait (those replies stream on) and nothing is sent."""
+    """Wait, in the cell, for the replies streaming or queued now, saying so. An interrupt ends the wait (those
+    replies stream on) and nothing is sent."""
     from IPython.display import clear_output
     bg = assistant.background
-    if cell_id and bg.holds(cell_id): assistant.stop(cell_id)   # run again: its earlier reply ends, what arrived kept
     if not bg.running: return
     print('Waiting for the reply streaming above to end, so that this prompt sees all of it …', flush=True)
     try: bg.wait()
