@@ -5,7 +5,8 @@
     Why does the loop above print the same value twice?
 
 Also loads from `c.InteractiveShellApp.extensions = ['boopiter_ext']`. Loading registers `%%prompt`
-and `%boop`, starts recording cells for the context, and imports nothing heavy: requests, litellm and
+and `%boop`, puts `ask`, `ask_all` and `stream` in the namespace (never over a name of yours), starts recording cells
+for the context, and imports nothing heavy: requests, litellm and
 the embedded model are imported on first use (litellm warms up on a background thread).
 """
 
@@ -13,7 +14,7 @@ __version__ = '0.1.0'
 __all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics', 'Assistant', 'OllamaClient',
            'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells', 'load_settings', 'Reply', 'pump',
            'BoopError', 'Catalog', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded', 'add_tool', 'side_effect',
-           'get_tool_list', 'tools_system_prompt']
+           'get_tool_list', 'tools_system_prompt', 'ask', 'ask_all', 'stream', 'prompt_llm', 'stream_llm_reply', 'Failed']
 
 import importlib, os
 from .errors import BoopError
@@ -22,8 +23,9 @@ _LAZY = dict(BoopMagics='.faces.magics', Assistant='.core.assistant', OllamaClie
              LocalModel='.models.local', Cell='.context.build', build_context='.context.build', order_cells='.context.build',
              load_settings='.settings', Reply='.models.stream', pump='.models.stream', Catalog='.models.catalog',
              ollama_loaded='.models.ollama', unload_ollama_model='.models.ollama', sync_ollama_loaded='.models.ollama',
-             add_tool='.tools.registry', side_effect='.tools.registry', get_tool_list='.tools.registry',
-             tools_system_prompt='.tools.registry')
+             add_tool='.tools.registry', side_effect='.tools.registry', get_tool_list='.faces.api',
+             tools_system_prompt='.tools.registry', ask='.faces.api', ask_all='.faces.api', stream='.faces.api',
+             prompt_llm='.faces.api', stream_llm_reply='.faces.api', Failed='.core.batch')
 _COST_MAP = 'LITELLM_LOCAL_MODEL_COST_MAP'
 _frontend_loaded = None   # the `BoopMagics` the frontend loaded (`_frontend_load`) and no `%load_ext` adopted yet
 

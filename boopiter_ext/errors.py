@@ -15,6 +15,9 @@
     ├── SettingsError               a setting has a value that cannot work (also ValueError)
     ├── DeadDropError               a dead-drop session or prompt id is bad, unknown or cancelled (also ValueError)
     ├── CassetteDrift               replaying, a conversation the cassette has no reply for: re-record (also LookupError)
+    ├── SchemaError                 `schema=` is not a schema, or cannot be one (also ValueError)
+    ├── AnswerInvalid               the model's answer does not follow the schema, after the retries (also ValueError)
+    ├── TemplateError               a prompt template names a field an item does not have (also ValueError)
     ├── BenchError                  a bench task file or result file that cannot be used (also ValueError)
     └── LocalModelError             the embedded model is missing or failed to start
 
@@ -24,7 +27,8 @@ paragraph, never a traceback wall (IPython honours `_render_traceback_`).
 
 __all__ = ['BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaError', 'OllamaUnreachable',
            'OllamaModelNotFound', 'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'ReplyTooLong', 'NoModel', 'SettingsError',
-           'DeadDropError', 'CassetteDrift', 'BenchError', 'LocalModelError', 'install_hint']
+           'DeadDropError', 'CassetteDrift', 'SchemaError', 'AnswerInvalid', 'TemplateError', 'BenchError',
+           'LocalModelError', 'install_hint']
 
 from .redact import mask
 
@@ -61,5 +65,8 @@ class NoModel(BoopError, LookupError): "No model is configured and none is reach
 class SettingsError(BoopError, ValueError): "A setting has a value that cannot work."
 class DeadDropError(BoopError, ValueError): "A dead-drop session or prompt id is bad, unknown or cancelled."
 class CassetteDrift(BoopError, LookupError): "Replaying: the cassette has no reply to this conversation; re-record it."
+class SchemaError(BoopError, ValueError): "`schema=` is not a JSON Schema, a dataclass, a TypedDict or a pydantic model."
+class AnswerInvalid(BoopError, ValueError): "The model's answer does not follow the schema, after every retry."
+class TemplateError(BoopError, ValueError): "A prompt template names a field an item does not have."
 class BenchError(BoopError, ValueError): "A bench task file or result file that cannot be used; the message says why."
 class LocalModelError(BoopError): "The embedded local model is not installed or failed to start."

@@ -101,6 +101,9 @@ SETTINGS = dict(  # key: (type, default, help)
                             "extension shows the reply, a prompt cell ends once its request is on its way and the reply "
                             "streams on into it, while other cells run. Off, and always in VS Code, a terminal, headless "
                             "runs and a tool loop (auto mode): the cell ends with its reply."),
+    parallel=(int, 0, "Requests a batch asked from code (`ask_all`) sends at once to each server. 0: chosen for you: "
+                      "the slots the server reports (llama.cpp, the embedded model), else measured (2 at once, doubled "
+                      "while that answers faster)."),
     deaddrop_dir=(str, '', "The dead-drop folder. Empty: `BOOPITER_DEADDROP_DIR`, else ~/dead_drop."),
     deaddrop_timeout=(float, 0.0, "Seconds to wait for a dead-drop reply to grow before giving up. 0: wait for ever."),
     unload_others=(bool, True, "After a pick changes, unload every other model Ollama holds in memory (ones other "
@@ -221,6 +224,7 @@ RULES = dict(  # key: (check, what a valid value is). `check_setting` applies th
     auto=_BOOL, lenient=_BOOL,
     max_rounds=(_within(1, 100, int), 'a whole number from 1 to 100'),
     background=_BOOL,
+    parallel=(_within(0, 64, int), 'a whole number from 0 to 64'),
     deaddrop_dir=(_PATH, 'a folder path'),
     deaddrop_timeout=(_within(0, 7 * _DAY, int, float), f'{_SECONDS} from 0 to {7 * _DAY} (a week)'),
     unload_others=_BOOL, reuse=_BOOL,

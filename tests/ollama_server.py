@@ -288,6 +288,7 @@ class StreamRecord:
     disconnected: bool = False
     disconnect_t: float = None
     t_start: float = field(default_factory=time.monotonic)
+    t_end: float = None       # when the reply was sent whole (None: it was not)
 
 
 def _stats(body, reply, rec):
@@ -565,12 +566,19 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(404, fmt.error_body(f"model '{name}' not found"))
         if problem := _capability_problem(m, body):
             return self._send_json(400, fmt.error_body(problem))
-        reply = self.owner._next_reply()
+        reply = self.owner._next_reply(body)
         if reply.fault == 'http_error':
             return self._send_json(reply.status, reply.body)
         self.owner._set_loaded(m['name'], True)
-        rec = self.owner._new_stream(StreamRecord(self.path, name, fmt.stream, reply.fault))
-        (self._stream if fmt.stream else self._whole)(fmt, reply, body, rec)
+        slots = self.owner.slots
+        if slots is not None: slots.acquire()
+        try:
+            rec = self.owner._new_stream(StreamRecord(self.path, name, fmt.stream, reply.fault))
+            if self.owner.answer_s: time.sleep(self.owner.answer_s)
+            (self._stream if fmt.stream else self._whole)(fmt, reply, body, rec)
+            rec.t_end = time.monotonic()
+        finally:
+            if slots is not None: slots.release()
         if _is_zero(body.get('keep_alive')):
             self.owner._set_loaded(m['name'], False)
 
@@ -677,9 +685,14 @@ class _HTTPServer(ThreadingHTTPServer):
 class OllamaTestServer:
     """A scripted Ollama server on a background thread; see the module docstring."""
 
-    def __init__(self, models=None, host='127.0.0.1', port=0, *, show_delay=0.0):
+    def __init__(self, models=None, host='127.0.0.1', port=0, *, show_delay=0.0, parallel=None, answer_s=0.0,
+                 responder=None):
         self.models = [normalize_model(m) for m in (DEFAULT_MODELS if models is None else models)]
         self.show_delay = show_delay
+        # parallel: chat replies served at once (Ollama's OLLAMA_NUM_PARALLEL), others wait for a slot; answer_s: the
+        # seconds each takes before its first byte; responder(body) -> the reply's text, when none is scripted
+        self.slots = threading.BoundedSemaphore(parallel) if parallel else None
+        self.answer_s, self.responder = answer_s, responder
         self.default_reply = DEFAULT_REPLY
         self.requests = []
         self.streams = []
@@ -754,10 +767,12 @@ class OllamaTestServer:
         """Queue a reply of `n` identical pieces (for throughput benchmarks)."""
         return self.script([piece] * n)
 
-    def _next_reply(self):
+    def _next_reply(self, body=None):
         with self._lock:
             if self._queue:
                 return self._queue.pop(0)
+        if self.responder is not None and body is not None:
+            return Reply(split_pieces(self.responder(body)))
         return Reply(split_pieces(self.default_reply))
 
     # -- state and recordings

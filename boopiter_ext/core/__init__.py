@@ -11,5 +11,8 @@ below):
 - background.py: replies that stream on after their prompt cells ended, one at a time and in order
 - progress.py: what a prompt to the embedded model waits for: its start, how far llama.cpp has read the prompt
 - refs.py: references in a prompt: $`name` (a variable's value, summarised) and &`name` (a function as a tool)
+- asking.py: asking from code: one question, a stream, a batch, through the same pipeline; structured answers retried
+- structured.py: a schema (JSON Schema, dataclass, TypedDict, pydantic) as what a route constrains, the reply as its value
+- batch.py: many items: templates, lanes at each server's limit, order kept, failures in place, interrupts, progress
 - menu.py: what the brain menu shows, as data: who answers and why, the picks, the models, the options
 """

@@ -90,10 +90,10 @@ class _Stopper:
             yield ev
 
 
-def _request_options(route, settings, ledger)->dict:
-    "The options that change a reply, as a request's digest covers them (`replay.request_digest`)."
+def _request_options(route, settings, ledger, fmt=None)->dict:
+    "The options that change a reply, as a request's digest covers them (`replay.request_digest`); `fmt`: a JSON Schema."
     return dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'],
-                seed=settings['seed'])
+                seed=settings['seed'], format=fmt)
 
 
 class Assistant:
@@ -117,6 +117,7 @@ class Assistant:
         self._fresh = set()   # cells whose next run asks again: the reply view's Ask again (a click, never a file)
         self._reuse_here = False   # the binding's `reuse` was picked in this kernel (a click), not read from the file
         self.background = Background()   # the reply streaming while the notebook stays usable (background.py)
+        self._memory = None   # the replies asked from code, by request digest (`memory`)
 
     @property
     def current(self):
@@ -143,6 +144,14 @@ class Assistant:
             self._catalog = Catalog(self.router)
             self._catalog.on_back = self._relist
         return self._catalog
+
+    @property
+    def memory(self):
+        "The replies asked from code (`asking.py`) in this kernel, by request digest: asked again, none is asked again."
+        if self._memory is None:
+            from .batch import ReplyMemory
+            self._memory = ReplyMemory()
+        return self._memory
 
     def close(self):
         "Stop tidying memory, take the pushed tools back, close every HTTP session and the embedded model."
@@ -504,17 +513,18 @@ class Assistant:
 
     # -- one reply: replayed, reused or asked (replay.py, stream.py)
     def _stream(self, model, msgs, settings, info, route, ledger, view, raise_interrupt=True, first=True,
-                background=False, fault=None):
+                background=False, fault=None, fmt=None, stopper=None):
         """Show the reply to `msgs` in one display and return it: replayed from the cassette, reused from a saved reply
         to the same request, or streamed from the model (recorded when recording). Faults keep the partial reply
         and end as one-paragraph errors; with `raise_interrupt=False` an interrupted reply is returned (marked).
         `first`: the prompt's own request (not a later round of the tool loop): a stale saved reply may be kept for it,
         and one the model's answer replaces is kept in the new reply's metadata (`previous`). `background`: a reply
         asked of the model streams on `self.background`'s thread, `fault(e)` shows its fault; a streaming `Reply` is
-        returned at once."""
+        returned at once. `fmt`: a JSON Schema the reply must follow (the route's constrained output); `stopper`: the
+        `_Stopper` of a reply asked from code (`asking.py`), which the notebook's Stop does not reach."""
         from .replay import request_digest
         from ..models.stream import Reply
-        options = _request_options(route, settings, ledger)
+        options = _request_options(route, settings, ledger, fmt)
         digest, mode = request_digest(model, msgs, options), settings['cassette']
         route = {**route, 'digest': digest}
         kind, found = (None, None) if mode == 'replay' else self.reusable(digest, model, msgs, options, settings, route,
@@ -542,8 +552,9 @@ class Assistant:
         cell = self.current   # the prompt's record: a background reply ends after it stopped being current
         self._waiting(model, shown)
         def ask(stopper=None):
-            reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt, cell, stopper)
+            reply, output = self._ask(model, msgs, settings, info, shown, raise_interrupt, cell, stopper, fmt)
             reply.via = 'asked'
+            if reply.status == 'done' and getattr(cell, 'origin', None) == 'code': self.memory.put(digest, output)
             if reply.status == 'done':
                 if mode == 'record':
                     self.cassette(settings, recording=True).add(digest, model, options, reply.snapshot(), route.get('model_info'))
@@ -551,7 +562,7 @@ class Assistant:
                     from .replay import DiskCache
                     DiskCache(settings['cache_dir']).put(digest, output)
             return reply
-        if not background: return ask()
+        if not background: return ask(stopper)
         stopper = self._replying(getattr(cell, 'cell_id', None))   # Stop reaches it from now on, before its thread runs
         self.background.start(lambda cancelled: ask(stopper), getattr(cell, 'cell_id', None), fault)
         return Reply(model)
@@ -568,7 +579,7 @@ class Assistant:
             view.waiting(model, progress=PromptProgress(self.router.local, (view.ledger or {}).get('tokens') or 0))
         else: view.waiting(model)
 
-    def _ask(self, model, msgs, settings, info, view, raise_interrupt=True, cell=None, stopper=None)->tuple:
+    def _ask(self, model, msgs, settings, info, view, raise_interrupt=True, cell=None, stopper=None, fmt=None)->tuple:
         """(reply, output): the model's reply streamed into `view` (its waiting line shown: `_waiting`), recorded in
         `cell` (the running cell's by default); faults keep the partial reply and raise one paragraph. The frontend's
         Stop reaches it (`stop`)."""
@@ -579,7 +590,7 @@ class Assistant:
         try:
             meta = dict(notebook=str(self.notebook() or ''), cell_id=getattr(current, 'cell_id', None))
             with watching(stop.join):   # the clients' stall watches: Stop hangs them up
-                events = self.router.chat(model, msgs, settings, info, num_ctx=view.ledger['window'], meta=meta)
+                events = self.router.chat(model, msgs, settings, info, num_ctx=view.ledger['window'], meta=meta, fmt=fmt)
                 view.route.update(self.router.describe(model, settings))   # the embedded model's address, once started
                 pump(stop.until(events), reply, view.update, view.interval, limit=settings['max_reply'])
             reply.finish('interrupted' if stop.stopped else 'done')
@@ -593,7 +604,8 @@ class Assistant:
                 reply.finish({ReplyBroken: 'broken', ReplyStalled: 'stalled', ReplyTooLong: 'too long'}.get(type(e), 'error'))
                 err = e
         finally:
-            with self._lock: self._stopper, self._user_stopped = None, stop.stopped
+            with self._lock:
+                if self._stopper is stop: self._stopper, self._user_stopped = None, stop.stopped
             if events is not None: events.close()   # hangs up if the stream is still open
             if reply.status == 'streaming': reply.finish('error')   # a bug escaped: keep what arrived anyway
             output = view.final(reply)
@@ -664,6 +676,7 @@ class Assistant:
         if settings['cassette'] == 'record': return None, 'recording the cassette'
         if (why := self.asks_again(settings)): return None, why
         if (saved := self.saved_reply(digest, settings)) is not None: return 'saved', saved
+        if self._memory is not None and (kept := self._memory.get(digest)) is not None: return 'saved', kept
         by_name = route.get('picked_by') == 'cell option'   # `-m`: that model is asked on purpose
         if not by_name and (kept := self.kept_reply(model, msgs, options)) is not None: return 'kept', kept
         if ledger is not None and (stale := self.stale_reply(model, by_name, ledger)) is not None: return 'stale', stale
@@ -698,7 +711,7 @@ class Assistant:
         from ..context.nbfile import saved_cells
         from .replay import latest_reply
         current, nb = self.current, self.notebook()
-        if current is None: return None
+        if current is None or current.kind != 'prompt': return None   # a question asked from code has no cell of its own
         saved, question = (saved_cells(nb) or []) if nb else [], prompt_text(current.source)
         def asks(c, same=True): return c.kind == 'prompt' and (not same or prompt_text(c.source) == question)
         if current.cell_id:
@@ -778,7 +791,7 @@ class Assistant:
         from ..context.nbfile import saved_cells
         from .replay import find_kept_reply
         current, nb = self.current, self.notebook()
-        if current is None: return None
+        if current is None or current.kind != 'prompt': return None
         cells = [*self.cells.cells(), *((saved_cells(nb) or []) if nb else [])]   # this kernel's first, then the file's
         question = prompt_text(current.source)
         def own(c): return bool(current.cell_id) and c.cell_id == current.cell_id

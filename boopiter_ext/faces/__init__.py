@@ -9,6 +9,7 @@ The only package that may import IPython, ipywidgets, ipykernel, comm or traitle
 - code_actions.py: Run and Copy-to-cell buttons under a reply's python blocks, where the extension is absent
 - capture.py: recording executed cells from IPython events, display hooks and a stdout tee
 - view.py: the live reply display in Jupyter, plain text in a terminal
+- api.py: `ask`, `ask_all`, `stream`, `prompt_llm`, `stream_llm_reply`, `get_tool_list`: asking from code, a batch's progress
 - run.py: `boopiter-run`
 - deaddrop_cli.py: `boopiter-deaddrop`
 """

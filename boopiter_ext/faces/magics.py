@@ -110,6 +110,7 @@ class BoopMagics(Magics):
     reuse, cache_dir, cassette, cassette_file = _trait('reuse'), _trait('cache_dir'), _trait('cassette'), _trait('cassette_file')
     tools, auto, lenient, max_rounds = _trait('tools'), _trait('auto'), _trait('lenient'), _trait('max_rounds')
     background = _trait('background')
+    parallel = _trait('parallel')
     web_allow = _trait('web_allow')
     unload_others, deaddrop_dir, deaddrop_timeout = _trait('unload_others'), _trait('deaddrop_dir'), _trait('deaddrop_timeout')
     warm_up = Bool(True, help="After loading, import on a background thread what the first prompt needs: the Markdown "
@@ -159,8 +160,13 @@ class BoopMagics(Magics):
     def kernel(self)->bool: return hasattr(self.shell, 'kernel')   # a terminal or bare shell has no frontend
 
     def start(self):
-        "Begin recording cells, open the frontend's channel (in a kernel) and, if useful, warm up."
+        """Begin recording cells, put `ask`, `ask_all` and `stream` in the namespace, open the frontend's channel (in a
+        kernel) and, if useful, warm up."""
         self.recorder.register()
+        from . import api
+        ns = self.shell.user_ns
+        self._api = {name: getattr(api, name) for name in api.NAMESPACE if name not in ns}   # never over a name of yours
+        ns.update(self._api)
         if self.kernel:
             from .channel import Channel
             self.channel = Channel(self.assistant, on_pick=self._show_toolbar, preview=self.preview_cell)
@@ -182,6 +188,10 @@ class BoopMagics(Magics):
     def stop(self):
         "Undo `start`: stop recording, close the channel and the brain menu, the HTTP sessions and the embedded model."
         self.recorder.unregister()
+        ns = self.shell.user_ns
+        for name, fn in getattr(self, '_api', {}).items():
+            if ns.get(name) is fn: del ns[name]   # a name you reassigned since stays yours
+        self._api = {}
         if self.readiness is not None:
             atexit.unregister(self.readiness.stop)
             self.readiness.stop()

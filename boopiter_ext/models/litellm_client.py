@@ -69,16 +69,20 @@ class LitellmClient:
              think:str=None,          # Reasoning effort: 'l', 'm' or 'h'
              timeout:float=300.0,     # Seconds to wait for the next token
              where:str=None,          # How to name the endpoint in messages
-             seed:int=None):          # Sampling seed, for the providers that take one; None sends none
+             seed:int=None,           # Sampling seed, for the providers that take one; None sends none
+             response_format:dict=None): # OpenAI's `response_format` (`openai_client.response_format`), which litellm
+                                         # maps to each provider's constrained output
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
         seconds without a token."""
         litellm, watch = import_litellm(), StallWatch(timeout)   # importing (seconds, once) is not waiting for a token
         register_environment()   # the cloud keys litellm reads from the environment: masked in any fault that quotes one
         register(api_key)
         return watch.follow(self._stream(litellm, model, messages, api_base, api_key, max_tokens, think, watch,
-                                         where or (public_url(api_base) if api_base else model), seed))
+                                         where or (public_url(api_base) if api_base else model), seed,
+                                         response_format))
 
-    def _stream(self, litellm, model, messages, api_base, api_key, max_tokens, think, watch, where, seed):
+    def _stream(self, litellm, model, messages, api_base, api_key, max_tokens, think, watch, where, seed,
+                response_format=None):
         import httpx
         kw = dict(model=model, messages=messages, stream=True, num_retries=0, max_retries=0,
                   timeout=httpx.Timeout(watch.backstop, connect=10.0), stream_options={'include_usage': True})
@@ -87,6 +91,7 @@ class LitellmClient:
         if max_tokens: kw['max_tokens'] = max_tokens
         if seed and _takes(litellm, model, 'seed'): kw['seed'] = seed   # Anthropic's API has none: not sent, not refused
         if think and think != 'off': kw['reasoning_effort'] = EFFORTS.get(think[0], think)
+        if response_format is not None: kw['response_format'] = response_format
         try:
             resp = litellm.completion(**kw)
         except Exception as e: raise _translate(e, model, where, watch=watch) from e

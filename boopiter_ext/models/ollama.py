@@ -21,6 +21,7 @@ import requests
 from ..errors import ModelError, OllamaError, OllamaUnreachable, OllamaModelNotFound, ReplyBroken
 from ..redact import register
 from ..context.messages import msg_text, msg_images
+from .openai_client import pooled
 from .routes import is_ollama_id, ollama_name, ollama_tag, split_endpoint
 from .stream import StallWatch
 from ..settings import EFFORTS, ollama_url, public_url
@@ -81,7 +82,7 @@ class OllamaClient:
                  shared:bool=False):          # Others use this server: never unload a model this client did not load
         if host is None: host, source = os.environ.get('OLLAMA_HOST', ''), 'OLLAMA_HOST' if source == 'default' else source
         self.url, self.timeout, self.connect_timeout, self.source = ollama_url(host), timeout, connect_timeout, source
-        self.session, self.shared, self.fix = requests.Session(), shared, ''   # fix: where the host is set, for messages
+        self.session, self.shared, self.fix = pooled(requests.Session()), shared, ''   # fix: where the host is set, for messages
         self._info, self._digests = {}, {}   # /api/show answers by digest (else name); digests by name
         self.mine, self._asked = set(), set()   # tags this client loaded; tags it has asked for (on a shared server)
 
@@ -249,12 +250,14 @@ class OllamaClient:
              keep_alive=None,          # Ollama's `keep_alive` (see `keep_alive_value`); None sends nothing
              num_ctx:int=None,         # Context window to load the model with
              max_tokens:int=None,      # Longest reply (`num_predict`)
-             seed:int=None):           # Sampling seed (`options.seed`); None sends none
+             seed:int=None,            # Sampling seed (`options.seed`); None sends none
+             format:dict=None):        # A JSON Schema the reply must follow (Ollama's structured outputs)
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
         seconds without a token."""
         name = ollama_name(model)
         self._note_use(name)
         body = dict(model=name, messages=[_ollama_msg(m) for m in messages], stream=True)
+        if format is not None: body['format'] = format
         opts = {k: v for k,v in dict(num_ctx=num_ctx, num_predict=max_tokens, seed=seed).items() if v}
         if opts: body['options'] = opts
         if keep_alive == 0 and self.shared and ollama_tag(name) not in self.mine: keep_alive = None   # others' model

@@ -10,7 +10,7 @@ failures into boopiter errors here, once, and sends the key only in the `Authori
 a log or its `repr`.
 """
 
-__all__ = ['OpenAIClient']
+__all__ = ['OpenAIClient', 'response_format', 'pooled', 'POOL']
 
 import json
 from contextlib import contextmanager
@@ -23,6 +23,33 @@ from ..settings import EFFORTS, public_url
 
 _KEY_HELP = ('API keys come from the environment only: name the variable holding the key with `api_key_env` '
              '(settings.ini or `%config BoopMagics.api_key_env`).')
+
+POOL = 32   # connections kept per server: a batch asked from code (`core/batch.py`) sends up to this many at once
+
+
+def pooled(session):
+    "`session` with room for `POOL` connections per server (requests keeps 10), so a batch's requests reuse theirs."
+    from requests.adapters import HTTPAdapter
+    for scheme in ('http://', 'https://'): session.mount(scheme, HTTPAdapter(pool_connections=4, pool_maxsize=POOL))
+    return session
+
+
+def _strict(s)->bool:
+    "Whether a JSON Schema meets OpenAI's strict mode: every object closed (`additionalProperties: false`), all required."
+    if not isinstance(s, dict): return True
+    if s.get('type') == 'object' or 'properties' in s:
+        props = s.get('properties') or {}
+        if s.get('additionalProperties') is not False or set(s.get('required') or ()) != set(props): return False
+    kids = [*(s.get('properties') or {}).values(), *(s.get('$defs') or {}).values(), *(s.get('anyOf') or ()),
+            *([s['items']] if isinstance(s.get('items'), dict) else [])]
+    return all(_strict(k) for k in kids)
+
+
+def response_format(
+    schema:dict,   # A JSON Schema
+)->dict:           # OpenAI's `response_format` for it (llama.cpp makes a grammar of it; litellm maps it per provider)
+    "The `response_format` that asks an OpenAI-compatible server for JSON following `schema` (strict where it can be)."
+    return dict(type='json_schema', json_schema=dict(name='answer', schema=schema, strict=_strict(schema)))
 
 
 def _openai_msg(m):
@@ -84,7 +111,7 @@ class OpenAIClient:
                  where:str=None):            # How to name the server in messages; default `base` without credentials
         self.base, self.api_key, self.timeout, self.connect_timeout = base.rstrip('/'), api_key, timeout, connect_timeout
         self.where, self.fix = where or public_url(self.base), ''   # fix: where the URL is set, for messages
-        self.session = requests.Session()
+        self.session = pooled(requests.Session())
 
     def __repr__(self): return f'OpenAIClient({self.where!r})'   # never the key
     def close(self): self.session.close()
@@ -126,6 +153,16 @@ class OpenAIClient:
                               model=model, status=r.status_code)
         return ModelError(f'{self.where} answered HTTP {r.status_code}: {msg}', model=model, status=r.status_code, body=msg)
 
+    def slots(self)->int|None:
+        "How many requests the server serves at once, where it says (llama.cpp's `/props`: `total_slots`); else None."
+        root = self.base[:-3] if self.base.endswith('/v1') else self.base
+        try:
+            with self.session.get(root + '/props', headers=self._headers, stream=True,
+                                  timeout=(self.connect_timeout, min(self.timeout, 10))) as r:
+                n = json.loads(_body(r, 1 << 20)).get('total_slots') if r.status_code == 200 else None
+        except (requests.RequestException, ValueError, AttributeError): return None
+        return n if _count(n) and 1 <= n <= 1024 else None
+
     def models(self)->list:
         "The ids of the models the server lists (`/models`), sorted."
         with self._errors():
@@ -145,7 +182,8 @@ class OpenAIClient:
              messages:list,        # Messages in `messages.mk_msg` form
              max_tokens:int=None,  # Longest reply
              think:str=None,       # Reasoning effort: 'l', 'm' or 'h'; 'off' and None send nothing
-             seed:int=None):       # Sampling seed; None sends none
+             seed:int=None,        # Sampling seed; None sends none
+             response_format:dict=None): # `response_format(schema)`: the reply follows a JSON Schema
         """Stream a reply as ('content'|'thinking', text) events, then ('done', info); `ReplyStalled` after `timeout`
         seconds without a token. `info` has the server's token counts where it gives them: `prompt_tokens`,
         `completion_tokens`, `reasoning_tokens`, and how much of the prompt it took from its cache (`cached_tokens`)
@@ -154,6 +192,7 @@ class OpenAIClient:
                     stream_options=dict(include_usage=True))
         if max_tokens: body['max_tokens'] = max_tokens
         if seed: body['seed'] = seed
+        if response_format is not None: body['response_format'] = response_format
         if think and think != 'off': body['reasoning_effort'] = EFFORTS.get(think[0], think)
         watch = StallWatch(self.timeout)
         return watch.follow(self._stream(model, body, watch))

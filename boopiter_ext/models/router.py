@@ -284,32 +284,54 @@ class Router:
              settings,        # Resolved settings (think, keep_alive, max_tokens, timeout, api_base)
              info:dict=None,  # `model_info(model)`
              num_ctx:int=None,
-             meta:dict=None): # About the prompt (notebook, cell id), for routes that keep it (the dead drop)
+             meta:dict=None,  # About the prompt (notebook, cell id), for routes that keep it (the dead drop)
+             fmt:dict=None):  # A JSON Schema the reply must follow: each route's constrained output (Ollama's `format`,
+                              # `response_format` elsewhere, a grammar on llama.cpp); the dead drop gets the words only
         "Stream the reply of `model` as events (see `stream.py`)."
+        from .openai_client import response_format
         route, max_tokens, effort = route_name(model), settings['max_tokens'] or None, self.effort(model, settings, info)[0]
-        seed = settings['seed'] or None
+        seed, rf = settings['seed'] or None, response_format(fmt) if fmt is not None else None
         if route in ('ollama', 'endpoint'):
             ep, name = endpoint_of(model, settings) if route == 'endpoint' else (None, model)
             if ep is not None and ep.kind == 'openai':   # a llama.cpp, vLLM or LM Studio server, a gateway
                 return self.endpoint(ep, settings).chat(name, messages, max_tokens=max_tokens, think=effort or None,
-                                                        seed=seed)
+                                                        seed=seed, response_format=rf)
             from .ollama import keep_alive_value, think_value
             client = self.ollama(settings) if ep is None else self.endpoint(ep, settings)
             if ep is not None: name = 'ollama_chat/' + name   # the endpoint's name whole (`chat` takes one prefix off)
             return client.chat(name, messages, think=think_value(effort, info),
                                keep_alive=keep_alive_value(settings['keep_alive']), num_ctx=num_ctx, max_tokens=max_tokens,
-                               seed=seed)
+                               seed=seed, format=fmt)
         if route == 'deaddrop': return deaddrop_chat(model, messages, settings, meta)
         if route == 'local':
             client = self.openai(self.local.ensure() + '/v1', None, settings['timeout'], 'the embedded model')
-            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens or self.local.max_tokens, seed=seed)
+            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens or self.local.max_tokens, seed=seed,
+                               response_format=rf)
         if not uses_litellm(model, settings):   # `openai/NAME` on `api_base`: llama.cpp, vLLM, LM Studio...
             client = self.openai(settings['api_base'], self.api_key(settings), settings['timeout'])
-            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens, think=effort or None, seed=seed)
+            return client.chat(model.partition('/')[2], messages, max_tokens=max_tokens, think=effort or None, seed=seed,
+                               response_format=rf)
         api_base = settings['api_base'] or None   # another provider's protocol on a server of yours: litellm speaks it
         key = (self.api_key(settings) or 'none') if api_base else None   # the SDK under litellm insists on some key
-        return self.litellm.chat(model, messages, api_base=api_base, api_key=key,
-                                 max_tokens=max_tokens, think=effort or None, timeout=settings['timeout'], seed=seed)
+        return self.litellm.chat(model, messages, api_base=api_base, api_key=key, max_tokens=max_tokens,
+                                 think=effort or None, timeout=settings['timeout'], seed=seed, response_format=rf)
+
+    def slots(self,
+              model:str,   # Model id
+              settings,    # Resolved settings
+             )->int|None:  # Requests its server serves at once, where it says; None where it is not known
+        """How many requests `model`'s server serves at once: llama.cpp's slots (the embedded model, an OpenAI-compatible
+        server that reports them), one for a dead drop; None for Ollama (it does not say) and the cloud."""
+        route = route_name(model)
+        if route == 'deaddrop': return 1
+        if route == 'local': return self.openai(self.local.ensure() + '/v1', None, settings['timeout'],
+                                                'the embedded model').slots()
+        if route == 'endpoint':
+            ep = endpoint_of(model, settings)[0]
+            return self.endpoint(ep, settings).slots() if ep.kind == 'openai' else None
+        if route == 'litellm' and not uses_litellm(model, settings) and settings['api_base']:
+            return self.openai(settings['api_base'], self.api_key(settings), settings['timeout']).slots()
+        return None
 
     @staticmethod
     def api_key(settings)->str|None:

@@ -13,7 +13,7 @@ import { appendInline } from '../menu/inline';
 export const FAULT_NAMES: ReadonlySet<string> = new Set([
   'BoopError', 'ModelError', 'Unreachable', 'ModelNotFound', 'OllamaError', 'OllamaUnreachable', 'OllamaModelNotFound',
   'ReplyBroken', 'ReplyStalled', 'ReplyInterrupted', 'ReplyTooLong', 'NoModel', 'SettingsError', 'DeadDropError',
-  'CassetteDrift', 'BenchError', 'LocalModelError'
+  'CassetteDrift', 'SchemaError', 'AnswerInvalid', 'TemplateError', 'BenchError', 'LocalModelError'
 ]);
 
 export interface IFault {
