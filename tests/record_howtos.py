@@ -57,7 +57,22 @@ HOWTOS = {
     '11_first_hour': ((), [
         ('`total` is 19.75: the sum of 3.50, 4.25 and 12.00. Your next step could be `round(total * 1.2, 2)` for the '
          'price with 20% tax.', None)]),
+    # asked from code, several at once: each reply is chosen by what its question says, not by its turn
+    '12_ask_from_code': ((), lambda body: _answer_by_words(body, {
+        'tomato': 'Fruit.',
+        'kettle': '{"sentiment": "mixed", "product": "kettle"}',
+        'invoice': '{"team": "billing"}', 'crashes': '{"team": "bugs"}', 'password': '{"team": "account"}',
+        'Alice': '{"name": "Alice Martin", "email": "alice@example.com", "since": 2019}',
+        'Bob': '{"name": "Bob Okafor", "email": "bob@example.com", "since": 2021}',
+        'prime': '13: its only divisors are 1 and 13.'})),
 }
+
+
+def _answer_by_words(body, answers:dict)->str:
+    "The answer of the first key the last message names (the server's default reply, which fails a recording, if none)."
+    last = body['messages'][-1]['content']
+    last = last if isinstance(last, str) else ' '.join(p.get('text', '') for p in last if isinstance(p, dict))
+    return next((a for k,a in answers.items() if k in last), DEFAULT_REPLY)
 
 
 def _env(host, scratch):
@@ -86,7 +101,9 @@ def record(name:str)->Path:
         shutil.copy(ROOT/'settings.ini', scratch/'settings.ini')   # found walking up from the notebook, as in nbs/
         shutil.copy(NBS/f'{name}.ipynb', work)
         srv.loaded = loaded
-        for reply, thinking in script: srv.script(reply, thinking=thinking)
+        if callable(script): srv.responder = script   # asked at once, in any order
+        else:
+            for reply, thinking in script: srv.script(reply, thinking=thinking)
         cmd = [str(Path(sys.executable).with_name('boopiter-run')), str(work/f'{name}.ipynb'), '--record',
                '-o', str(scratch/'out.ipynb')]
         res = subprocess.run(cmd, env=_env(srv.host, scratch), timeout=900)

@@ -218,3 +218,32 @@ def test_the_token_estimate_follows_a_real_tokenizer_on_prose_code_and_tables_of
             for text in (prose, table, ints, '\n\n'.join(rnd.sample([prose, table, ints], 3))):
                 assert 0.7 <= estimate_tokens(text) / real(text) <= 1.4, text[:200]
     finally: model.stop()
+
+
+def test_a_structured_answer_from_the_tiny_model_follows_the_schema_through_its_grammar(monkeypatch):
+    """`ask(schema=...)` on the embedded model: llama.cpp turns `response_format` into a grammar, so even a 135M model
+    answers with a value that validates on the first try; a batch reads the server's slots for its limit."""
+    import dataclasses
+    from typing import Literal
+    from boopiter_ext.core.assistant import Assistant
+    from boopiter_ext.core.asking import Question
+
+    @dataclasses.dataclass
+    class Animal:
+        name: str
+        legs: int
+        kind: Literal['mammal', 'bird', 'insect']
+
+    class NoCells:
+        current = None
+        def cells(self): return []
+    monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')   # nothing there: the embedded model answers
+    a = Assistant(NoCells(), {})
+    try:
+        q = Question.of(a, 'local/smollm2-135m', schema=Animal, retries=0, max_tokens=64, seed=1)
+        value, details = q.answer('Describe a cat as JSON.')
+        assert isinstance(value, Animal) and isinstance(value.legs, int) and value.kind in ('mammal', 'bird', 'insect')
+        assert details.tries == 1 and details.status == 'done'
+        lane, = q.lanes()
+        assert lane.limit == a.router.slots('local/smollm2-135m', q.settings) >= 1 and lane.why == "the server's slots"
+    finally: a.close()

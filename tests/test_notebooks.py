@@ -45,7 +45,8 @@ def test_every_notebook_is_tested():
                                                             '04_tools.ipynb', '05_deaddrop.ipynb',
                                                             '06_images_and_reasoning.ipynb', '07_reproducible.ipynb',
                                                             '08_whole_notebook.ipynb', '09_web_and_pdf_tools.ipynb',
-                                                            '10_teams.ipynb', '11_first_hour.ipynb']
+                                                            '10_teams.ipynb', '11_first_hour.ipynb',
+                                                            '12_ask_from_code.ipynb']
     # each how-to that stops without Ollama ships the cassette `boopiter-run NB --replay` reads, and says where it is from
     assert sorted(p.name for p in NBS.glob('*.cassette.json')) == sorted(f'{n}.cassette.json' for n in HOWTOS)
     for name in HOWTOS:
@@ -345,6 +346,28 @@ def test_first_hour_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert 'host      127.0.0.1:9 (%config)' in without
 
 
+def test_ask_from_code_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    "One answer, a structured one, a table labelled and a folder's fields extracted at once, and the batch again asks nothing."
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    srv.responder = HOWTOS['12_ask_from_code'][1]
+    nb = run_howto(tmp_path, '12_ask_from_code.ipynb', settings=True)
+    out = {c.source.splitlines()[-1]: [o.get('text') or o.get('data', {}).get('text/plain') for o in c.outputs]
+           for c in nb.cells if c.cell_type == 'code'}
+    assert out["ask('In one word: is a tomato a fruit or a vegetable?')"] == ["'Fruit.'"]
+    assert out["ask('The kettle boils fast, but the lid broke after a week.', schema=Review)"] == [
+        "Review(sentiment='mixed', product='kettle')"]
+    progress, routes = out["[(t['id'], r.team) for t, r in zip(tickets, routes)]"]
+    assert routes == "[(1, 'billing'), (2, 'bugs'), (3, 'account')]" and '3 answered (3 asked, 0 reused)' in progress
+    assert "'alice.txt': Contact(name='Alice Martin', email='alice@example.com', since=2019)" in out['contacts'][1]
+    again = out['contacts_again == contacts']
+    assert again[1] == 'True' and '2 answered (0 asked, 2 reused)' in again[0]
+    asked = [c['messages'][-1]['content'] for c in srv.chats()]
+    assert len(asked) == 8 and sum('Extract the contact' in q for q in asked) == 2   # the second batch asked nothing
+    assert all('format' in c for c in srv.chats() if 'JSON Schema' in c['messages'][-1]['content'])
+    assert out["    elif kind == 'details': print(f'\\n[{text.model}, {text.status}]')"] == [
+        '13: its only divisors are 1 and 13.\n[smollm2:135m, done]\n']
+
+
 @pytest.mark.embedded
 def test_first_hour_howto_without_ollama_on_the_embedded_model(tmp_path, monkeypatch):
     "The new user's path with no Ollama and no cassette: the status says why, and the tiny embedded model answers."
@@ -382,6 +405,12 @@ def test_howto_replays_offline_from_its_cassette(name, tmp_path, monkeypatch):
     nb = nbformat.read(tmp_path/'out.ipynb', as_version=4)
     prompts = [c for c in nb.cells if c.cell_type == 'code' and c.source.startswith('%%prompt')
                and 'raises-exception' not in c.metadata.get('tags', [])]
+    if name == '12_ask_from_code':   # asked from code: no reply output, every answer from the cassette, none asked
+        outs = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs]
+        assert not [o for o in outs if o['output_type'] == 'error']
+        batches = [o['data']['text/plain'] for o in outs if 'items in' in o.get('data', {}).get('text/plain', '')]
+        assert len(batches) == 3 and all(re.search(r'answered \(0 asked, \d reused\)', b) for b in batches)
+        return
     done = [o for _,o in replies(nb) if o['metadata']['boopiter']['status'] == 'done']
     assert len(done) == len(prompts) == res.stdout.count('--- reply (')
     for o in done:

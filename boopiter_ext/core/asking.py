@@ -21,7 +21,7 @@ from ..errors import AnswerInvalid, BoopError, ReplyInterrupted, SettingsError
 from .assistant import _HERE, _Stopper, folder
 
 _OPTIONS = ('model', 'think', 'max_tokens', 'context_size', 'seed', 'timeout', 'system_prompt', 'max_rounds', 'parallel',
-            'cassette', 'reuse')   # settings a call may set for itself, as a prompt cell's options do
+            'cassette', 'cassette_file', 'cache_dir', 'reuse')   # settings a call may set for itself
 
 
 @dataclass
@@ -146,12 +146,12 @@ class Question:
         if tools is not None and tools is not False: cell['auto'] = True   # asked for by the caller: the guarded loop runs
         a = assistant
         settings = a.settings(cell, a.notebook())
-        plan = a.plan(settings, offer=tools is True)   # an unknown model fails here, before any request
+        plan = a.plan(settings, offer=tools is True, strict=True)   # an unknown model fails here, before any request
         tools = {**plan['tools'], **own}
         q = cls(a, settings, plan, spec, context, images, retries, tools)
         for m in models[1:]:
             s = a.settings({**cell, 'model': m}, a.notebook())
-            q.others.append(cls(a, s, a.plan(s, offer=False), spec, context, images, retries, tools))
+            q.others.append(cls(a, s, a.plan(s, offer=False, strict=True), spec, context, images, retries, tools))
         return q
 
     # -- one question

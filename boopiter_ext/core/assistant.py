@@ -278,13 +278,14 @@ class Assistant:
              settings,          # `settings(options)`
              offer:bool=True,   # Push the selected tools into the namespace; else only list them, and a model that cannot
                                 # say what it is costs a note, not an error (a dry run)
+             strict:bool=None,  # Whether a model that cannot say what it is is an error; default: as `offer`
             )->dict:            # `model`, `info`, `tools` and `route`: what every question asked with `settings` shares
         "What holds for every question asked with `settings`: the model and what it says of itself, the effort, the tools."
         nb, router = self.notebook(), self.router
         model, note = self.answering_model(settings)
         try: info = self.model_info(model, settings, nb)
         except BoopError as e:
-            if offer: raise
+            if offer if strict is None else strict: raise
             info, note = {}, '; '.join(filter(None, [note, f'what {model} says of itself is not known now ({e})']))
         effort, effort_note = router.effort(model, settings, info)
         if effort_note and settings.source['think'] == 'cell option':   # asked for in this cell: a mistake worth a word

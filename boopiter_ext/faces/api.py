@@ -120,12 +120,12 @@ class _JupyterProgress:
         if threading.current_thread() is not threading.main_thread() and not p.finished: return   # the caller's loop tells
         if not p.finished and monotonic() - self.last < self.every: return
         self.last = monotonic()
-        from IPython.display import HTML, display
-        line = html.escape(p.summary() if p.finished else p.line())
+        from IPython.display import display
+        line = p.summary() if p.finished else p.line()
         bar = '' if p.finished else f'<progress value="{p.done + p.failed}" max="{max(p.total, 1)}"></progress> '
-        out = HTML(f'<div class="boopiter-batch">{bar}<code>{line}</code></div>')
-        if self.handle is None: self.handle = display(out, display_id=True)
-        else: self.handle.update(out)
+        out = {'text/html': f'<div class="boopiter-batch">{bar}<code>{html.escape(line)}</code></div>', 'text/plain': line}
+        if self.handle is None: self.handle = display(out, raw=True, display_id=True)
+        else: self.handle.update(out, raw=True)
 
 
 def prompt_llm(context:str,             # The prompt
