@@ -245,6 +245,11 @@ def test_a_batch_spreads_over_the_named_endpoints_that_serve_the_model(a, tmp_pa
         got = Question.of(a, [f'@one/{MODEL}', f'@two/{MODEL}'], parallel=2).ask_many([f'i{i}' for i in range(20)])
         assert got == [f'echo i{i}' for i in range(20)]
         assert len(one.chats()) >= 4 and len(two.chats()) >= 4 and len(one.chats()) + len(two.chats()) == 20
+        q = Question.of(a, f'@one/{MODEL}', spread=True)   # found by name: every listed server that has it (Ollama too)
+        assert sorted(x.plan['model'] for x in [q, *q.others]) == [f'@one/{MODEL}', f'@two/{MODEL}', MODEL]
+        assert q.plan['model'] == f'@one/{MODEL}' and len(q.lanes()) == 3
+        assert Question.of(a, 'smollm2:135m', spread=True).others != [] and \
+            not Question.of(a, 'gemma3:4b', spread=False).others
 
 
 def test_the_namespace_gets_ask_unless_the_name_is_yours(shell):
@@ -255,3 +260,18 @@ def test_the_namespace_gets_ask_unless_the_name_is_yours(shell):
     assert shell.user_ns['ask'] == 'my variable' and shell.user_ns['ask_all'] is api.ask_all
     unload_ipython_extension(shell)
     assert shell.user_ns['ask'] == 'my variable' and 'ask_all' not in shell.user_ns
+
+
+def test_the_same_calls_work_in_a_script(srv, tmp_path):
+    "No IPython at all: settings files and the automatic choice; the progress line goes to stderr, the answers to stdout."
+    import os, subprocess, sys
+    srv.responder = echo
+    script = tmp_path/'label.py'
+    script.write_text("import sys\nfrom boopiter_ext import ask, ask_all\n"
+                      "print(ask('one?'))\nprint(ask_all('Say {}', ['a', 'b', 'c']))\n"
+                      "print('IPython' in sys.modules)\n")
+    env = {**os.environ, 'OLLAMA_HOST': srv.host}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ['echo one?', "['echo Say a', 'echo Say b', 'echo Say c']", 'False']
+    assert '3 items in ' in res.stderr and '3 answered (3 asked, 0 reused)' in res.stderr

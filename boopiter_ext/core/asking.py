@@ -100,6 +100,18 @@ def _images(images, info, model, max_side)->list:
     return parts
 
 
+def _bare(model_id:str)->str:
+    "A model's name whoever serves it: `@lab/qwen3` and `qwen3:latest` are both `qwen3:latest`."
+    name = model_id.partition('/')[2] if model_id.startswith('@') else model_id
+    return name if ':' in name.rpartition('/')[2] else name + ':latest'
+
+
+def _servers_of(a, settings, model:str)->list:
+    "Every id in reach that serves `model` by name (Ollama's, each named endpoint's), as the catalog lists them now."
+    want = _bare(model)
+    return [e.id for e in a.catalog.refresh(settings, follow=False).entries if not e.offline and _bare(e.id) == want]
+
+
 class Question:
     "What every question of one call shares: the assistant, its settings and plan, the schema, tools and options."
     def __init__(self, assistant, settings, plan, schema=None, context=False, images=(), retries=2, tools=None):
@@ -119,6 +131,8 @@ class Question:
            context:bool=False,  # Send the notebook above the running cell too
            images=(),           # Images for a vision model: bytes, file paths, or base64
            retries:int=2,       # Requests again when a structured answer does not validate
+           spread:bool=False,   # A batch spreads over every server in reach that serves the model (Ollama's, the named
+                                # endpoints', as listed now), each at its own limit
            **options,           # Other settings for this call: max_tokens, seed, timeout, system_prompt, parallel, ...
           )->'Question':
         "Everything checked before any request: the options, the schema, the model (it must exist) and the images."
@@ -149,6 +163,7 @@ class Question:
         plan = a.plan(settings, offer=tools is True, strict=True)   # an unknown model fails here, before any request
         tools = {**plan['tools'], **own}
         q = cls(a, settings, plan, spec, context, images, retries, tools)
+        if spread: models += [m for m in _servers_of(a, settings, plan['model']) if m not in models]
         for m in models[1:]:
             s = a.settings({**cell, 'model': m}, a.notebook())
             q.others.append(cls(a, s, a.plan(s, offer=False, strict=True), spec, context, images, retries, tools))

@@ -15,17 +15,19 @@ nested dataclasses and TypedDicts; a field's docments comment is its description
 
 __all__ = ['Schema', 'Invalid', 'json_candidates', 'MAX_JSON']
 
-import dataclasses, enum, json, re, sys, types, typing
+import collections.abc, dataclasses, enum, json, math, re, sys, types, typing
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 from ..errors import SchemaError
 
 MAX_JSON = 1 << 20     # characters of a reply searched for JSON
-_STARTS = 32           # places a JSON value may start at that are tried, after the whole text and its fences
-_FENCE = re.compile(r'```[ \t]*(?:json|JSON|javascript)?[ \t]*\r?\n(.*?)```', re.S)
+_STARTS = 32           # fenced blocks tried, after the whole text; then places a JSON value may start at tried
+_FENCE = re.compile(r'```[ \t]*+(?:json|JSON|javascript)?[ \t]*+\r?\n(.*?)```', re.S)   # possessive: linear on `` ```   x``
 _KEYWORDS = {'type', 'properties', 'items', 'prefixItems', 'enum', 'const', 'anyOf', 'oneOf', 'allOf', 'not', '$ref',
              'required', 'additionalProperties', '$defs', 'definitions', 'pattern', 'format', 'minimum', 'maximum',
              'minItems', 'maxItems', 'minLength', 'maxLength', 'patternProperties', '$schema', 'if', 'then', 'else'}
 _PRIMITIVE = {str: 'string', int: 'integer', float: 'number', bool: 'boolean'}
+_SEQUENCES = (list, set, frozenset, collections.abc.Sequence)   # typing.Sequence[int]'s origin is the abc
+_QUALIFIERS = (typing.Required, typing.NotRequired)             # a TypedDict's; its __required_keys__ has said them
 
 
 class Invalid(ValueError):
@@ -34,9 +36,17 @@ class Invalid(ValueError):
 
 def _no_constants(name): raise ValueError(f'{name} is not JSON')
 
+def _finite(s):
+    "A JSON number as a float, refused when it overflows to infinity (`1e999`): JSON has no Infinity."
+    f = float(s)
+    if math.isinf(f): raise ValueError(f'{s} is too large')
+    return f
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
+
 def _loads(s):
     "JSON as the standard has it: no NaN or Infinity; nesting too deep for the parser is no value either."
-    try: return True, json.loads(s, parse_constant=_no_constants)
+    try: return True, _DECODER.decode(s)
     except (ValueError, RecursionError): return False, None
 
 
@@ -49,13 +59,13 @@ def json_candidates(
     if ok:
         yield v
         return
-    for body in _FENCE.findall(text):
-        ok, v = _loads(body.strip())
+    for n, m in enumerate(_FENCE.finditer(text)):
+        if n >= _STARTS: break
+        ok, v = _loads(m[1].strip())
         if ok: yield v
-    dec = json.JSONDecoder(parse_constant=_no_constants)
     for n, m in enumerate(re.finditer(r'[\[{]', text)):
         if n >= _STARTS: return
-        try: yield dec.raw_decode(text, m.start())[0]
+        try: yield _DECODER.raw_decode(text, m.start())[0]
         except (ValueError, RecursionError): continue
 
 
@@ -72,11 +82,19 @@ def _is_union(origin)->bool: return origin is Union or origin is types.UnionType
 
 
 def _docs(cls)->dict:
-    "A class's field comments (docments), best effort: a class defined where its source cannot be read has none."
+    """A class's field comments (docments: on the field's line, else the comment lines just above it), a dataclass's or
+    a TypedDict's; best effort: a class defined where its source cannot be read has none."""
+    import ast, inspect, io, textwrap, tokenize
     try:
-        from fastcore.docments import docments
-        return {k: v for k,v in docments(cls).items() if isinstance(v, str) and v}
+        src = textwrap.dedent(inspect.getsource(cls))
+        toks = [t for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT]
+        body = ast.parse(src).body[0].body
     except Exception: return {}
+    said = {t.start[0]: t.string[1:].strip() for t in toks if t.line[:t.start[1]].strip()}   # after code on its line
+    alone = {t.start[0]: t.string[1:].strip() for t in toks if not t.line[:t.start[1]].strip()}
+    def above(n): return [*above(n - 1), alone[n - 1]] if n - 1 in alone else []
+    return {a.target.id: said.get(a.lineno) or '\n'.join(above(a.lineno)) for a in body
+            if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name)}
 
 
 def _fields(cls)->list:
@@ -91,7 +109,8 @@ def _fields(cls)->list:
 
 
 def _object(cls, seen)->dict:
-    if cls in seen: raise SchemaError(f'{cls.__name__} contains itself; a schema sent to a model cannot recurse.')
+    if cls in seen: raise SchemaError(f'{cls.__name__} contains itself; a schema sent to a model cannot recurse. Nest a '
+                                      'fixed number of levels (another class for the inner one), or type the field dict.')
     docs, props, required = _docs(cls), {}, []
     for name, tp, needed in _fields(cls):
         props[name] = _annotation(tp, f'{cls.__name__}.{name}', seen | {cls})
@@ -106,6 +125,7 @@ def _annotation(tp, where, seen=frozenset())->dict:
     if tp is Any or tp is object: return {}
     if tp is None or tp is type(None): return {'type': 'null'}
     if tp in _PRIMITIVE: return {'type': _PRIMITIVE[tp]}
+    if origin in _QUALIFIERS: return _annotation(args[0], where, seen)
     if origin is Annotated:
         s, said = _annotation(args[0], where, seen), [a for a in args[1:] if isinstance(a, str)]
         return {**s, 'description': said[0]} if said else s
@@ -114,7 +134,7 @@ def _annotation(tp, where, seen=frozenset())->dict:
             raise SchemaError(f'{where}: Literal values must be strings, numbers, booleans or None.')
         return {'enum': list(args)}
     if _is_union(origin): return {'anyOf': [_annotation(a, where, seen) for a in args]}
-    if tp in (list, set, frozenset) or origin in (list, set, frozenset, typing.Sequence, typing.List):
+    if tp in _SEQUENCES or origin in _SEQUENCES:
         return {'type': 'array', 'items': _annotation(args[0], where, seen) if args else {}}
     if tp is tuple or origin is tuple:
         if not args or len(args) == 2 and args[1] is Ellipsis:
@@ -122,7 +142,8 @@ def _annotation(tp, where, seen=frozenset())->dict:
         return {'type': 'array', 'prefixItems': [_annotation(a, where, seen) for a in args],
                 'minItems': len(args), 'maxItems': len(args)}
     if tp is dict or origin is dict:
-        if args and args[0] is not str: raise SchemaError(f'{where}: a dict sent as JSON has str keys, not {args[0]!r}.')
+        if args and args[0] is not str: raise SchemaError(f'{where}: the keys of a JSON object are strings: write '
+                                                          f'dict[str, ...], not dict[{getattr(args[0], "__name__", args[0])}, ...].')
         return {'type': 'object', 'additionalProperties': _annotation(args[1], where, seen) if args else {}}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         values = [m.value for m in tp]
@@ -139,8 +160,9 @@ def _annotation(tp, where, seen=frozenset())->dict:
 def _build(tp, v):
     "The validated JSON value `v` as the annotation `tp` has it: dataclasses, Enums, tuples and sets built, all the way down."
     origin, args = get_origin(tp), get_args(tp)
-    if origin is Annotated: return _build(args[0], v)
+    if origin is Annotated or origin in _QUALIFIERS: return _build(args[0], v)
     if tp is float and isinstance(v, int) and not isinstance(v, bool): return float(v)
+    if tp is int and isinstance(v, float): return int(v)   # 2.0: an integer to JSON Schema
     if _is_union(origin):
         for a in args:
             if _fits(a, v): return _build(a, v)
@@ -149,7 +171,7 @@ def _build(tp, v):
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return tp(**{n: _build(t, v[n]) for n,t,_ in _fields(tp) if n in v})
     if _is_typeddict(tp): return {n: _build(t, v[n]) for n,t,_ in _fields(tp) if n in v}
-    if isinstance(v, list) and (tp in (list, set, frozenset, tuple) or origin in (list, set, frozenset, tuple, typing.Sequence)):
+    if isinstance(v, list) and (tp in (*_SEQUENCES, tuple) or origin in (*_SEQUENCES, tuple)):
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             return tuple(_build(a, x) for a,x in zip(args, v))
         items = [_build(args[0], x) for x in v] if args else v
@@ -164,7 +186,8 @@ def _fits(tp, v)->bool:
     if origin is Annotated: return _fits(get_args(tp)[0], v)
     if tp is None or tp is type(None): return v is None
     if tp is bool: return isinstance(v, bool)
-    if tp in (int, float): return isinstance(v, (int, float)) and not isinstance(v, bool) and (tp is float or isinstance(v, int))
+    if tp in (int, float): return (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                   and (tp is float or isinstance(v, int) or v.is_integer()))
     if tp is str: return isinstance(v, str)
     if origin is Literal: return v in get_args(tp)
     if isinstance(tp, type) and issubclass(tp, enum.Enum): return v in [m.value for m in tp]
@@ -175,10 +198,14 @@ def _fits(tp, v)->bool:
 def _validator(schema):
     "check(value) -> None, or why the value does not follow `schema` (jsonschema's best match, with where it is)."
     from jsonschema import exceptions, validators
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    v = cls(schema)
+    v = cls(schema, registry=Registry())   # its own: jsonschema's default fetches a remote `$ref` from the network
     def check(value):
-        err = exceptions.best_match(v.iter_errors(value))
+        try: err = exceptions.best_match(v.iter_errors(value))
+        except RecursionError: return 'it is nested too deeply'
+        except Unresolvable as e: raise SchemaError(f'schema= has a $ref that cannot be resolved ({e}).') from None
         if err is None: return None
         where = ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}' for p in err.absolute_path)
         return f'at ${where}: {_short(err.message)}' if where else _short(err.message)
@@ -203,8 +230,8 @@ class Schema:
             try: js = schema.model_json_schema()
             except Exception as e: raise SchemaError(f'{schema.__name__} has no JSON Schema: {e}') from None
             return cls(js, _pydantic_build(schema), schema.__name__)
-        if dataclasses.is_dataclass(schema) and not isinstance(schema, type):
-            raise SchemaError(f'schema= takes the dataclass itself, {type(schema).__name__}, not one of its instances.')
+        if not isinstance(schema, type) and (dataclasses.is_dataclass(schema) or _is_pydantic(type(schema))):
+            raise SchemaError(f'schema= takes the class itself, {type(schema).__name__}, not one of its instances.')
         if dataclasses.is_dataclass(schema) or _is_typeddict(schema):
             s = cls(_object(schema, frozenset()), lambda v: _build(schema, v), schema.__name__)
             s.check = _validator(s.json)
@@ -248,8 +275,10 @@ def _pydantic_build(model):
 
 def _dict_schema(d)->Schema:
     "A JSON Schema given as a dict, checked: JSON itself, written with schema keywords, and valid for its draft."
-    try: text = json.dumps(d)
-    except (TypeError, ValueError) as e:
+    try:
+        text = json.dumps(d, allow_nan=False)
+        if (odd := _odd_keys(d)): raise TypeError(f'the key {odd[0]!r} is not a string')
+    except (TypeError, ValueError, RecursionError) as e:
         raise SchemaError(f'schema= is a dict that is not JSON ({e}). A JSON Schema reads like {{"type": "object", '
                           '"properties": {"name": {"type": "string"}}}; for Python types, write a dataclass or a TypedDict.') from None
     if d and not _KEYWORDS & set(d):
@@ -261,6 +290,35 @@ def _dict_schema(d)->Schema:
     except exceptions.SchemaError as e:
         where = ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}' for p in e.absolute_path)
         raise SchemaError(f'schema= is not a valid JSON Schema: at ${where}: {_short(e.message)}') from None
+    _resolvable(d)
     s = Schema(json.loads(text), lambda v: v, str(d.get('title') or 'schema'))
     s.check = _validator(s.json)
     return s
+
+
+def _odd_keys(x)->list:
+    "The keys in `x` (a dict, and the dicts in it) that are not strings: JSON would turn them into strings."
+    if isinstance(x, dict): return [k for k in x if not isinstance(k, str)] + [o for v in x.values() for o in _odd_keys(v)]
+    if isinstance(x, (list, tuple)): return [o for v in x for o in _odd_keys(v)]
+    return []
+
+
+def _refs(x, root=True)->list:
+    "The `$ref`s of a schema, but those under an `$id` of their own (relative to it) and those in values (`enum`, `const`)."
+    if isinstance(x, list): return [r for v in x for r in _refs(v, False)]
+    if not isinstance(x, dict) or '$id' in x and not root: return []
+    own = [x['$ref']] if isinstance(x.get('$ref'), str) else []
+    return own + [r for k,v in x.items() if k not in ('enum', 'const', 'default', 'examples') for r in _refs(v, False)]
+
+
+def _resolvable(d):
+    "SchemaError unless each `$ref` names a place in the schema (or a draft's own meta-schema): none is fetched."
+    from jsonschema_specifications import REGISTRY
+    from referencing import Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+    resolver = REGISTRY.resolver_with_root(Resource.from_contents(d, default_specification=DRAFT202012))
+    for r in _refs(d):
+        try: resolver.lookup(r)
+        except Unresolvable: raise SchemaError(f'schema= has "$ref": {r!r}, which names nothing in it; point it at one of '
+                                               'its "$defs" ("#/$defs/name"). Remote schemas are not fetched.') from None

@@ -81,6 +81,7 @@ def ask_all(prompt,               # A template with {field} for each item's fiel
             model=None,           # A model id, or a list of them: the batch spreads over them (one model, several servers)
             *,
             parallel:int=None,    # Requests at once on each server; default: the `parallel` setting, else chosen for you
+            spread:bool=False,    # Spread over every server in reach that serves the model (Ollama's, named endpoints')
             progress:bool=True,   # A progress bar in Jupyter, a line on a terminal
             schema=None, context:bool=False, tools=None, think:str=None, retries:int=2,
             **options):           # As `ask`'s
@@ -97,7 +98,7 @@ def ask_all(prompt,               # A template with {field} for each item's fiel
     else:
         rows, index, shape = items_of(items)
         prompts, template = fill(prompt, rows, index), prompt
-    q = Question.of(_assistant(), model, think, tools, schema, context, (), retries, **options)
+    q = Question.of(_assistant(), model, think, tools, schema, context, (), retries, spread, **options)
     return shape(q.ask_many(prompts, _progress() if progress else None, parallel, template))
 
 
