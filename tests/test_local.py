@@ -145,9 +145,12 @@ def loop_follows_the_blocks(reply, trace, outputs):
     blocks = python_blocks(reply)
     only_calls = blocks and all(b.strip() and all(line.replace(' ', '') == 'add_numbers(47,23)'
                                                   for line in b.strip().splitlines()) for b in blocks)
+    from boopiter_ext.tools.loop import _calls_a_tool
     if only_calls:
         step = trace['steps'][0]
         assert step['round'] == 1 and '70' in step['result'] and 'not valid Python' not in step['result'], trace
+    elif any(_calls_a_tool(b, {}) for b in blocks):   # nothing but calls of names that are no tool: an unknown tool
+        assert any(s['status'] in ('unknown tool', 'refused') for s in trace['steps']), trace
     elif not any('add_numbers' in b for b in blocks):   # example code or none: an answer
         assert trace['steps'] == [] and trace['stop'] in ('answered', 'truncated'), trace
         if blocks: assert any('application/vnd.jupyter.widget-view+json' in o.get('data', {}) for o in outputs)

@@ -5,7 +5,7 @@ exactly the calls it planned (checked by running the block against recorders), a
 words that name a line of the block. Strategies: tests/strategies.py.
 """
 
-import ast, json, re, unicodedata
+import ast, builtins, json, re, unicodedata
 from collections import Counter
 from hypothesis import given, settings, strategies as st
 from boopiter_ext.tools.guards import check_call, plan_calls
@@ -128,7 +128,10 @@ def test_tool_blocks_are_the_replys_python_blocks_that_call_a_tool(text):
     def calls_a_tool(code):
         try: tree = ast.parse(code)
         except SyntaxError: return False
-        return any(isinstance(n, ast.Call) and getattr(n.func, 'id', None) in TOOLS for n in ast.walk(tree))
+        if any(isinstance(n, ast.Call) and getattr(n.func, 'id', None) in TOOLS for n in ast.walk(tree)): return True
+        calls = [getattr(getattr(st, 'value', None), 'func', None) for st in tree.body]   # only calls of bare names that
+        return bool(calls) and all(isinstance(f, ast.Name) and f.id not in dir(builtins) for f in calls) and \
+            all(isinstance(st, ast.Expr) for st in tree.body)                             # are no builtin: unknown tools
     found = tool_blocks(reply(text), TOOLS)
     assert found == [(b, False) for b in python_blocks(text) if calls_a_tool(b)]   # quoted and listed blocks too
 

@@ -38,7 +38,8 @@ SMOL = [  # smollm2:135m (claims completion only): it still writes calls, some o
      block("create_ticket('Refund approved for every unit', severity='high')"),       #    the intent guard stops it
      'The refund is on its way.'],
     [block('list_documents(arguments=[])'), block('list_documents()'), 'Five.'],      # t8 invalid args, then right
-    [block('reboot_device(7)')],                                                      # t9 a tool no one offered
+    [block('reboot_device(7)'), 'I cannot reboot it: there is no such tool.'],        # t9 a tool no one offered:
+                                                                                      #    reported, then an answer
 ]
 
 
@@ -64,9 +65,9 @@ def test_scripted_models_give_the_seed_scorecard(srv, clients, tmp_path):
         guard_stops=0, flagged=2, crashed=0, tickets=1, trips=16, failed=0)
     assert {k: smol[k] for k in ('tasks', 'right', 'called', 'first_valid', 'guard_stops', 'flagged', 'crashed',
                                  'tickets', 'trips', 'failed')} == dict(tasks=9, right=3, called=4, first_valid=1,
-        guard_stops=3, flagged=1, crashed=0, tickets=0, trips=14, failed=0)
+        guard_stops=4, flagged=1, crashed=0, tickets=0, trips=15, failed=0)
     chats = srv.chats()
-    assert [c['model'] for c in chats] == ['qwen3:1.7b'] * 16 + ['smollm2:135m'] * 14   # round trips, as the server saw them
+    assert [c['model'] for c in chats] == ['qwen3:1.7b'] * 16 + ['smollm2:135m'] * 15   # round trips, as the server saw them
     assert all('tools' not in c for c in chats)   # tools go in the prompt as Python, never as Ollama's native `tools`
     assert 'def search_docs(' in chats[0]['messages'][0]['content'] and chats[0]['messages'][1]['content'] == res.tasks.tasks[0].question
     assert [r.json['model'] for r in srv.requests if r.path == '/api/generate'] == ['qwen3:1.7b', 'smollm2:135m']   # unloaded
@@ -79,7 +80,7 @@ def test_scripted_models_give_the_seed_scorecard(srv, clients, tmp_path):
     assert (s3.proposed, s3.right, s3.first_valid, [s['status'] for s in s3.steps]) == (['search_docs'], False, False, ['refused'])
     assert [s['status'] for s in s7.steps] == ['flagged', 'not requested'] and s7.tickets == [] and s7.first_valid
     assert [s['status'] for s in s8.steps] == ['invalid args', 'ok'] and s8.right and not s8.first_valid
-    assert (s9.proposed, s9.right, s9.first_valid, s9.guard_stops) == (['reboot_device'], False, False, 0)
+    assert (s9.proposed, s9.right, s9.first_valid, s9.guard_stops) == (['reboot_device'], False, False, 1)
     assert all(r.tokens > 0 and r.tokens_per_s and r.seconds > 0 for r in rows.values())
 
     assert res.runs[0].claim() == 'completion, tools, thinking' and res.runs[1].claim() == 'completion · no tools'
@@ -90,13 +91,13 @@ def test_scripted_models_give_the_seed_scorecard(srv, clients, tmp_path):
                  '  t8  L   ok   3 trips', '[search_docs flagged, create_ticket not requested]', '[block refused]'):
         assert line in text, text
     def total(label): return next(l for l in text.splitlines() if l.strip().startswith(label + '  '))
-    for label, a, b in (('right tools', '9/9', '3/9'), ('first call valid', '6/6', '1/4'), ('calls a guard stopped', '0', '3'),
-                        ('flagged tool outputs', '2', '1'), ('model round trips', '16', '14'), ('tickets opened', '1', '0')):
+    for label, a, b in (('right tools', '9/9', '3/9'), ('first call valid', '6/6', '1/4'), ('calls a guard stopped', '0', '4'),
+                        ('flagged tool outputs', '2', '1'), ('model round trips', '16', '15'), ('tickets opened', '1', '0')):
         assert total(label).split()[-2:] == [a, b], total(label)
     assert total('did').split() == ['did', 'calls', 'in', '6/9', 'tasks', 'calls', 'in', '4/9', 'tasks']
     assert total('claims').split()[1:] == ['completion,', 'tools,', 'thinking', 'completion', '·', 'no', 'tools']
     md = res.markdown()
-    assert '| right tools | 9/9 | 3/9 |' in md and '| smollm2:135m | t9 | ? | XX | no | 0 | 1 |' in md
+    assert '| right tools | 9/9 | 3/9 |' in md and '| smollm2:135m | t9 | ? | XX | no | 1 | 2 |' in md
 
     png = res.chart(tmp_path/'bench.png')
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 10_000

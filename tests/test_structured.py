@@ -88,18 +88,17 @@ NUMBER_POINT = obj({'x': {'type': 'number'}, 'y': {'type': 'number'}}, 'xy')
 
 def test_dataclass_schema_has_every_annotation_kind():
     "Each annotation kind the module names becomes the JSON Schema a model is constrained with; comments describe fields."
-    point = {**POINT}
     assert Schema.of(Shape).json == obj({
         'name': {'type': 'string', 'description': 'what it is called'},
         'color': {'enum': ['red', 'green'], 'description': 'its colour'},
-        'corners': {'type': 'array', 'items': point},
+        'corners': {'type': 'array', 'items': POINT},
         'size': {'anyOf': [{'enum': [1, 3]}, {'type': 'null'}], 'description': 'how big,\nwhen known'},
         'tags': {'type': 'array', 'items': {'type': 'string'}},
         'pair': {'type': 'array', 'prefixItems': [{'type': 'integer'}, {'type': 'string'}], 'minItems': 2, 'maxItems': 2},
         'many': {'type': 'array', 'items': {'type': 'number'}},
         'kind': {'enum': ['a', 'b', 1, None]},
         'meta': {'type': 'object', 'additionalProperties': {'type': 'number'}},
-        'either': {'anyOf': [point, {'type': 'integer'}, {'type': 'null'}]},
+        'either': {'anyOf': [POINT, {'type': 'integer'}, {'type': 'null'}]},
         'anything': {},
         'frozen': {'type': 'array', 'items': {'type': 'integer'}},
         'seq': {'type': 'array', 'items': {'type': 'integer'}},
@@ -272,6 +271,13 @@ def test_a_good_ref_is_kept_and_followed():
     with pytest.raises(Invalid, match=r"^at \$\[0\]: 'y' is a required property"): s.parse('[{"x": 1}]')
 
 
+def test_a_ref_found_missing_only_when_followed_is_a_schema_error_not_a_fetch():
+    "Under an `$id` of its own a `$ref` is not checked in advance; followed, it fails as a schema error, fetching nothing."
+    s = Schema.of({'$defs': {'a': {'$id': 'http://x.invalid/a', 'items': {'$ref': '#/$defs/missing'}}}, '$ref': '#/$defs/a'})
+    assert s.parse('3') == 3
+    with pytest.raises(SchemaError, match=r"schema= has a \$ref that cannot be resolved \(PointerToNowhere"): s.parse('[1]')
+
+
 def test_pydantic_models():
     pd = pytest.importorskip('pydantic')
     class Item(pd.BaseModel):
@@ -341,12 +347,17 @@ def counted():
 BOUND = 1 + 2 * structured._STARTS   # the whole text, the first fences, the first places a value may start
 
 
-@pytest.mark.parametrize('unit', ['{', '[', '[1, ', '{"a": ', '```json\n{\n```\n', '```\n[1]\n```\n', '"', '[' * 40 + '\n',
-                                  '```' + ' ' * 1000, 'x'])
+UNITS = {'braces': '{', 'brackets': '[', 'nested lists': '[1, ', 'nested objects': '{"a": ', 'bad fences': '```json\n{\n```\n',
+         'good fences': '```\n[1]\n```\n', 'quotes': '"', 'deep lines': '[' * 40 + '\n', 'long lists': '[' + '0,' * 40_000,
+         'fence openings': '```' + ' ' * 1000, 'prose': 'x'}
+
+@pytest.mark.parametrize('unit', UNITS.values(), ids=UNITS.keys())
 def test_adversarial_text_is_read_a_bounded_number_of_times(unit):
-    text = unit * (MAX_JSON // len(unit) + 10) + '[1]'   # longer than what is searched; the one value past the end
+    "Each way to make a reader try again, repeated past what is searched: the tries stay within the bound."
+    text = unit * (MAX_JSON // len(unit) + 10) + '{"past": "the end"}'   # longer than what is searched
     with fuse(30), counted() as c: found = list(json_candidates(text))
-    assert c.tries <= BOUND and len(found) <= BOUND and [1] not in found
+    assert c.tries <= BOUND and len(found) <= BOUND and {'past': 'the end'} not in found
+    assert len(found) == BOUND - 1 if unit.startswith('```\n[1]') else not found   # 32 fences, 32 starts
 
 
 def test_the_fence_pattern_is_linear():
@@ -386,7 +397,7 @@ def accepting(draw, v)->dict:
     return obj({k: draw(accepting(x)) for k,x in v.items()}, draw(st.lists(st.sampled_from(list(v)), unique=True)) if v else ())
 
 
-prose = st.lists(st.one_of(st.characters(codec='utf-8', exclude_characters='[{`"'), st.sampled_from(AWKWARD)), max_size=40).map(''.join)
+prose = st.lists(st.one_of(st.characters(codec='utf-8', exclude_characters='[{`"'), st.sampled_from(AWKWARD)), max_size=24).map(''.join)
 noise = st.lists(st.sampled_from(['{x', '[x', '[ x', '{\nx', '}', ']', ':', ',']), max_size=8).map(' '.join)
 
 
@@ -409,7 +420,7 @@ def embedded(draw, v, seen:Counter)->str:
 def test_a_value_embedded_in_text_is_found_again():
     "For random JSON values and schemas they follow, the value comes back wherever the answer put it."
     seen = Counter()
-    @settings(GEN, max_examples=250)
+    @settings(GEN, max_examples=120)
     @given(st.data())
     def check(data):
         v = data.draw(json_values)
@@ -455,8 +466,9 @@ leaves = st.sampled_from([int, float, str, bool, type(None), Any, Color, Size, L
 def classes(children):
     "A dataclass or a TypedDict with a few fields of the `children` types."
     def make(kind, fields):
-        if kind == 'typeddict': return TypedDict('Made', dict(fields))
-        return dataclasses.make_dataclass('Made', fields)
+        cls = TypedDict('Made', dict(fields)) if kind == 'typeddict' else dataclasses.make_dataclass('Made', fields)
+        cls.__module__ = 'nowhere'   # no source to look for (finding none in this module costs 40 ms a class)
+        return cls
     return st.tuples(st.sampled_from(['dataclass', 'typeddict']),
                      st.lists(st.tuples(st.sampled_from(NAMES), children), min_size=1, max_size=3, unique_by=lambda f: f[0])
                      ).map(lambda t: make(*t))
@@ -469,7 +481,7 @@ annotations = st.recursive(leaves, lambda c: st.one_of(
 def test_a_built_value_embedded_in_text_is_found_again():
     "For generated dataclasses and TypedDicts, the reply's JSON comes back as their Python value, types and all."
     seen = Counter()
-    @settings(GEN, max_examples=200)
+    @settings(GEN, max_examples=120)
     @given(classes(annotations), st.data())
     def check(cls, data):
         j, expected = data.draw(values(cls))
@@ -498,6 +510,8 @@ any_text = st.one_of(
     st.text(max_size=200), hostile_markdown(), awkward_text(60),
     deep.map(lambda t: t[0] * t[1] + t[2] + ']' * t[1]),
     st.tuples(prose, json_values, prose).map(lambda t: t[0] + json.dumps(t[1]) + t[2]),
+    st.tuples(prose, st.sampled_from(['[1, 2]', '{"x": 1, "y": 2.5}', '{"id": 3, "b": null}', '"s"', '{"name": "a", "price": 1}',
+                                      '[[1], [[2]]]', '{"x": 1e400, "y": 1}']), prose).map(''.join),
     st.tuples(prose, json_values, st.integers(0, 50)).map(lambda t: t[0] + json.dumps(t[1])[:t[2]]),
     st.lists(st.sampled_from(['{', '[', '"', ':', ',', '1', 'NaN', 'true', '}', ']', '```json\n', '\n```', '\\', ' ']),
              max_size=60).map(''.join),
@@ -507,7 +521,7 @@ any_text = st.one_of(
 def test_any_text_is_a_value_or_invalid():
     "Whatever a model writes, parse answers a value of the schema or raises Invalid, nothing else."
     seen = Counter()
-    @settings(GEN, max_examples=400)
+    @settings(GEN, max_examples=300)
     @given(st.sampled_from(range(len(SCHEMAS))), any_text)
     def check(i, text):
         spec = Schema.of(SCHEMAS[i])
@@ -521,7 +535,17 @@ def test_any_text_is_a_value_or_invalid():
         if isinstance(SCHEMAS[i], type) and SCHEMAS[i] not in (Row, Loose): assert isinstance(got, SCHEMAS[i])
         else: assert isinstance(got, (dict, list, str, int, float, bool, type(None)))
     check()
-    assert seen['value'] > 20 and seen['invalid'] > 20
+    assert seen['value'] >= 5 and seen['invalid'] >= 5, seen   # both ways out are taken (about 20 and 280)
+
+
+@pytest.mark.parametrize('depth', [50, 300, 900, 5000])
+def test_deep_nesting_is_an_invalid_answer_not_a_crash(depth):
+    "A value nested deeper than the validator can follow is no value (jsonschema recursing raised RecursionError)."
+    text = '[' * depth + '1' + ']' * depth
+    if depth == 50: assert Schema.of(RECURSIVE).parse(text) == json.loads(text)
+    else:
+        with pytest.raises(Invalid, match='it is nested too deeply|it holds no JSON value'): Schema.of(RECURSIVE).parse(text)
+    with pytest.raises(Invalid): Schema.of(Point).parse(text)
 
 
 def test_long_adversarial_text_is_read_a_bounded_number_of_times():
@@ -544,7 +568,7 @@ def test_nan_and_infinity_are_never_accepted():
     "NaN, Infinity and numbers too large for a float, wherever they are, are no JSON: never a value, never a float."
     seen = Counter()
     spelled = st.sampled_from(['NaN', 'Infinity', '-Infinity', '1e999', '-1E400', '12e1234'])
-    @settings(GEN, max_examples=200)
+    @settings(GEN, max_examples=120)
     @given(json_values, st.lists(spelled, min_size=1, max_size=3), st.randoms(use_true_random=False))
     def check(v, bad, rnd):
         body = json.dumps([v, *bad] if rnd.random() < 0.5 else {'v': v, 'bad': bad[0]})

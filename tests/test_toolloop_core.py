@@ -52,6 +52,17 @@ def test_code_that_calls_no_tool_is_an_answer_not_a_round():
     assert (res.stop, res.steps, len(asked)) == ('answered', [], 1)
 
 
+def test_a_call_to_a_tool_that_does_not_exist_is_reported_to_the_model_not_shown_as_an_answer():
+    "Seed 001's first guard: `reboot_device(7)` alone in a block is a call of an unknown tool, and the model is told so."
+    ask, asked = scripted(reply(block('reboot_device(7)')), reply('I cannot reboot it: there is no such tool.'))
+    res = loop(ask, 'reboot device 7')
+    assert [(s.name, s.status) for s in res.steps] == [('reboot_device', 'unknown tool')] and res.stop == 'answered'
+    told = asked[1][-1]['content']
+    assert "there is no tool named 'reboot_device'. Available: add_numbers, create_ticket." in told
+    ask, asked = scripted(reply('Like this:\n\n' + block('print(7)\nsorted([3, 1])')))   # builtins: example code
+    assert loop(ask, 'how do I sort?').steps == [] and len(asked) == 1
+
+
 def test_a_confirmed_side_effect_runs_and_an_unconfirmed_one_does_not():
     opened.clear()
     ask, _ = scripted(reply(block("create_ticket('amber ring')")), reply('Opened.'))

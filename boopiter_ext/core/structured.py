@@ -15,7 +15,7 @@ nested dataclasses and TypedDicts; a field's docments comment is its description
 
 __all__ = ['Schema', 'Invalid', 'json_candidates', 'MAX_JSON']
 
-import collections.abc, dataclasses, enum, json, math, re, sys, types, typing
+import collections.abc, dataclasses, enum, functools, json, math, re, sys, types, typing
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 from ..errors import SchemaError
 
@@ -81,6 +81,7 @@ def _is_pydantic(tp)->bool:
 def _is_union(origin)->bool: return origin is Union or origin is types.UnionType
 
 
+@functools.lru_cache(maxsize=256)   # finding a class's source parses its whole module; a union's members ask per value
 def _docs(cls)->dict:
     """A class's field comments (docments: on the field's line, else the comment lines just above it), a dataclass's or
     a TypedDict's; best effort: a class defined where its source cannot be read has none."""

@@ -13,7 +13,7 @@ interrupt keep their effects and are listed.
 
 __all__ = ['STOPS', 'Step', 'LoopResult', 'run_tool_loop', 'run_call', 'results_message', 'tool_blocks']
 
-import ast, contextlib, io, re
+import ast, builtins, contextlib, io, re
 from dataclasses import dataclass, field
 from ..context.build import fenced
 from ..errors import BoopError
@@ -84,10 +84,16 @@ def results_message(steps:list)->dict:
 
 
 def _calls_a_tool(code, tools):
-    "Whether `code` calls one of `tools` anywhere (else it is example code, part of an answer)."
+    """Whether `code` calls one of `tools` anywhere, or is nothing but calls of bare names that are no builtin (a call
+    of a tool that does not exist, `reboot_device(7)`: reported as an unknown tool, seed 001's first guard); else it is
+    example code, part of an answer."""
     try: tree = ast.parse(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError): return False   # nested past the parser's limits
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in tools for n in ast.walk(tree))
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in tools for n in ast.walk(tree)):
+        return True
+    return bool(tree.body) and all(isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and
+                                   isinstance(st.value.func, ast.Name) and not hasattr(builtins, st.value.func.id)
+                                   for st in tree.body)
 
 
 def tool_blocks(reply, tools:dict, lenient:bool=False)->list:
