@@ -622,3 +622,37 @@ def test_check_call_asks_before_an_outbound_value_the_model_composed():
     setattr(send, INTENT_ATTR, r'\bsend\b')   # a side effect too: one question covers both, after the intent check
     assert check_call(call('send', 'b.example'), tools, 'look at a.example/x', confirm)[0] == 'not requested'
     assert check_call(call('send', 'b.example'), tools, 'send it somewhere', confirm) == ('ok', None) and len(asked) == 2
+
+
+def test_argument_bounds_beyond_types_are_checked_and_told_like_type_errors():
+    "Annotated bounds: a range, a pattern, annotated_types' markers (pydantic's); the tools prompt says them too."
+    import re
+    from typing import Annotated
+    from hypothesis import given, settings, strategies as st
+    from boopiter_ext.tools.registry import tool_signature
+    at = pytest.importorskip('annotated_types')
+    ns = dict(Annotated=Annotated, re=re, at=at)   # as a kernel cell defines it (string annotations, this file's future)
+    exec('def set_volume(level:Annotated[int, "how loud", range(0, 11)], label:Annotated[str, re.compile("[a-z]+")]="x",\n'
+         '               gain:Annotated[float, at.Gt(0), at.Le(2)]=1.0, tags:Annotated[list, at.MaxLen(2)]=()):\n'
+         '    "Set the volume"', ns)
+    set_volume = ns['set_volume']
+    tools = dict(set_volume=set_volume)
+    def check(code): return check_call(plan_calls(code, {})[0][0], tools, 'set the volume')
+    assert check('set_volume(10, "ab", 2, ["a", "b"])') == ('ok', None)
+    assert check('set_volume(11)')[1] == 'error: argument `level` must be from 0 to 10, got 11. Fix the arguments and call again.'
+    assert check('set_volume(1, label="A!")')[1].startswith("error: argument `label` must be text matching '[a-z]+'")
+    assert check('set_volume(1, gain=0, tags=[1, 2, 3])')[1] == ('error: argument `gain` must be above 0, got 0; argument '
+                                                                '`tags` must be at most 2 long, got [1, 2, 3]. Fix the '
+                                                                'arguments and call again.')
+    assert check('set_volume("5")')[1].startswith('error: argument `level` must be int, got str')   # the type first
+    sig = tool_signature(set_volume)
+    assert 'level:int,  # how loud; from 0 to 10' in sig and "# text matching '[a-z]+'" in sig and '# above 0, at most 2' in sig
+    seen = set()
+    @settings(max_examples=60, deadline=None)
+    @given(st.integers(-1000, 1000))
+    def bounded(n):
+        status = check(f'set_volume({n})')[0]
+        seen.add(status)
+        assert status == ('ok' if 0 <= n <= 10 else 'invalid args')
+    bounded()
+    assert seen == {'ok', 'invalid args'}

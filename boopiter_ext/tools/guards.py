@@ -6,7 +6,7 @@ a block may run unattended: only when every statement just calls a name with lit
 notebook variables, whose values are captured), so nothing else can hide in it; a block over `MAX_LINES` or
 `MAX_CHARS` is refused unparsed, and everything here is linear in what the model wrote. `check_call` then runs
 the guards in order, each answering in text the model reads: an offered tool? arguments that fit its signature and
-annotations? for a tool with side effects (`INTENT_ATTR`), did the user's own prompt ask for it, and did the user
+annotations, and the bounds an `Annotated` one sets (`_limits`: a range, a pattern, `annotated_types` markers)? for a tool with side effects (`INTENT_ATTR`), did the user's own prompt ask for it, and did the user
 confirm? The intent check reads only the user's text, never tool output: a document cannot grant itself
 permission. A value that leaves the machine (`OUTBOUND_ATTR`, such as `fetch_url`'s URL) goes unattended only when
 it was given to the model (`Given`: the prompt, the variables it names, what tools read from outside), never when the
@@ -23,7 +23,7 @@ every call passes the same guards.
 """
 
 __all__ = ['INTENT_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS', 'Call', 'Given', 'Withheld', 'plan_calls',
-           'check_call', 'confirm_by_input', 'composed', 'unwritten', 'written_grams']
+           'check_call', 'confirm_by_input', 'composed', 'unwritten', 'written_grams', 'limits_text']
 
 import ast, bisect, html, inspect, itertools, json, os, re, types, typing
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
@@ -236,11 +236,40 @@ def _fits(v, t, depth=0)->bool:
     return True
 
 
+def _limits(t)->list:
+    """The bounds an annotation puts on a value beyond its type, as [(test(value)->bool, what it must be)]: from
+    `Annotated[T, ...]` metadata: a `range`, a compiled pattern, and the `annotated_types` / pydantic markers by their
+    attributes (`ge`, `gt`, `le`, `lt`, `min_length`, `max_length`, `pattern`)."""
+    if get_origin(t) is not typing.Annotated: return []
+    out = []
+    for m in get_args(t)[1:]:
+        if isinstance(m, str): continue   # a string is the parameter's description (`_ann_doc`)
+        if isinstance(m, range) and m.step == 1: out.append((lambda v, r=m: v in r, f'from {m.start} to {m.stop - 1}'))
+        rx = m if isinstance(m, re.Pattern) else getattr(m, 'pattern', None)
+        try: rx = re.compile(rx) if isinstance(rx, str) else rx
+        except re.error: rx = None
+        if isinstance(rx, re.Pattern):
+            out.append((lambda v, rx=rx: isinstance(v, str) and rx.fullmatch(v) is not None, f'text matching {rx.pattern!r}'))
+        for attr, test, word in (('ge', lambda v, b: v >= b, 'at least'), ('gt', lambda v, b: v > b, 'above'),
+                                 ('le', lambda v, b: v <= b, 'at most'), ('lt', lambda v, b: v < b, 'below')):
+            if isinstance(b := getattr(m, attr, None), (int, float)) and not isinstance(b, bool):
+                out.append((lambda v, b=b, test=test: test(v, b), f'{word} {b}'))
+        for attr, test, word in (('min_length', lambda n, b: n >= b, 'at least'), ('max_length', lambda n, b: n <= b, 'at most')):
+            if isinstance(b := getattr(m, attr, None), int) and not isinstance(b, bool):
+                out.append((lambda v, b=b, test=test: hasattr(v, '__len__') and test(len(v), b), f'{word} {b} long'))
+    return out
+
+
+def limits_text(t)->str:
+    "What an annotation's bounds ask of a value, for the tools prompt: `from 1 to 10`, '' for none."
+    return ', '.join(what for _, what in _limits(t))
+
+
 def _hints(fn, sig):
     "Each parameter's annotation, string annotations resolved; {} when they cannot be (then nothing is checked)."
     anns = {n: p.annotation for n,p in sig.parameters.items()}
     if not any(isinstance(t, str) for t in anns.values()): return anns
-    try: hints = typing.get_type_hints(fn.__init__ if inspect.isclass(fn) else fn)
+    try: hints = typing.get_type_hints(fn.__init__ if inspect.isclass(fn) else fn, include_extras=True)   # bounds kept
     except Exception: return {}
     return {n: hints.get(n, Any) for n in anns}
 
@@ -285,9 +314,16 @@ def _type_problems(sig, hints, bound):
         elif p.kind is P.VAR_KEYWORD: items = list(v.items())
         elif v is None and p.default is None: continue   # `x:str=None`: passing the default is always fine
         else: items = [(n, v)]
-        probs += [f'argument `{k}` must be {_tname(t)}, got {type(x).__name__} {_short(x)}'
-                  for k,x in items if not _fits(x, t)]
+        for k,x in items:
+            if not _fits(x, t): probs.append(f'argument `{k}` must be {_tname(t)}, got {type(x).__name__} {_short(x)}')
+            else: probs += [f'argument `{k}` must be {what}, got {_short(x)}' for test, what in _limits(t)
+                            if not _holds(test, x)]   # within its type: within its bounds too
     return probs
+
+
+def _holds(test, v)->bool:
+    try: return bool(test(v))
+    except Exception: return False   # a value the bound cannot compare with (None for a number): outside it
 
 
 def _intent(fn): return getattr(fn, INTENT_ATTR, None)

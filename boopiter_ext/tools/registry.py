@@ -27,7 +27,7 @@ import builtins, inspect, keyword, logging, re, typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-from .guards import INTENT_ATTR
+from .guards import INTENT_ATTR, limits_text
 from ..context.build import Hidden
 from .kernel import _KERNEL_NAMES, _kernel_machinery, _mark, kernel_tools
 from .files import file_tools
@@ -231,6 +231,13 @@ def _param(p, doc):
     return f'    {s},' + (f'  # {_oneline(doc)}' if doc else '')
 
 
+def _resolved(fn, sig)->dict:
+    "String annotations (`from __future__ import annotations`) as the types they name, bounds kept; {} if they cannot be."
+    if not any(isinstance(p.annotation, str) for p in sig.parameters.values()): return {}
+    try: return typing.get_type_hints(fn, include_extras=True)
+    except Exception: return {}
+
+
 def tool_signature(
     fn:Callable,  # A tool
 )->str:           # Its `def` line(s) with annotations, defaults and docments comments, then its docstring's first line
@@ -241,11 +248,13 @@ def tool_signature(
     except (TypeError, ValueError): sig = _ANY
     try: docs = docments(fn)
     except Exception: docs = {}   # no source to read comments from (e.g. a function built with exec)
-    ps, lines = list(sig.parameters.values()), []
+    hints = _resolved(fn, sig)
+    ps, lines = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()], []
     for i,p in enumerate(ps):
         if p.kind == p.KEYWORD_ONLY and (i == 0 or ps[i-1].kind not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)):
             lines.append('    *,')
-        lines.append(_param(p, docs.get(p.name) or _ann_doc(p.annotation)))
+        doc = '; '.join(filter(None, [docs.get(p.name) or _ann_doc(p.annotation), limits_text(p.annotation)]))
+        lines.append(_param(p, doc))
         if p.kind == p.POSITIONAL_ONLY and (i+1 == len(ps) or ps[i+1].kind != p.POSITIONAL_ONLY): lines.append('    /,')
     ret = f'->{_anno(sig.return_annotation)}' if sig.return_annotation is not sig.empty else ''
     rdoc = f'  # {_oneline(docs["return"])}' if docs.get('return') else ''
