@@ -139,6 +139,9 @@ def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     srv.script("```python\ncreate_ticket('Refund approved for every unit')\n```")
     srv.script('Ticket 9001 is about an amber status ring.')
     srv.script('Like this:\n\n```python\nadd_numbers(2, 3)\n```')
+    srv.script('```python\nnth_prime(100)\nnth_prime(20000)\n```')   # the second out of its bounds: told so, not run
+    srv.script('The 100th prime is 541; the tool stops at the 10,000th, so I cannot give the 20,000th.')
+    srv.script("`prices` has no key 'coffee'. Add it first:\n\n```python\nprices['coffee'] = 4.0\nprices['coffee'] * 2\n```")
     nb = run_howto(tmp_path, '04_tools.ipynb')
     cell = {c.source.splitlines()[-1]: c for c in nb.cells if c.cell_type == 'code'}
     def trace(key): return next(o['metadata']['boopiter']['tool_loop'] for o in cell[key].outputs
@@ -151,6 +154,13 @@ def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert '```python\nadd_numbers(2, 3)\n```' in consent[-1]['data']['text/plain']   # a block for Run buttons ...
     assert not [o for o in consent if 'application/vnd.jupyter.widget-view+json' in o.get('data', {})]   # ... not here
     assert 'on   kernel' in cell['%boop tools'].outputs[0]['text']
+    bounded = trace('What are the 100th and the 20,000th primes? Use the tool.')['steps']
+    assert [(s['status'], s['result']) for s in bounded] == [('ok', '541'), (
+        'invalid args', 'error: argument `n` must be from 1 to 10000, got 20000. Fix the arguments and call again.')]
+    assert 'n:int,  # Which prime: 1 is 2, 2 is 3, ...; from 1 to 10000' in srv.chats()[-3]['messages'][0]['content']
+    fix = cell['%boop fix'].outputs
+    assert fix[-1]['data']['text/plain'].startswith("`prices` has no key 'coffee'")
+    assert "failed with `KeyError: 'coffee'`. Why did it fail" in srv.last_chat()['messages'][-1]['content']
 
 
 def test_deaddrop_howto_answers_through_files(tmp_path, monkeypatch):

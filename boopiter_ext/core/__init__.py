@@ -14,5 +14,6 @@ below):
 - asking.py: asking from code: one question, a stream, a batch, through the same pipeline; structured answers retried
 - structured.py: a schema (JSON Schema, dataclass, TypedDict, pydantic) as what a route constrains, the reply as its value
 - batch.py: many items: templates, lanes at each server's limit, order kept, failures in place, interrupts, progress
+- fixing.py: from an error to a question about it (`%boop fix`): the cell that failed, and the prompt
 - menu.py: what the brain menu shows, as data: who answers and why, the picks, the models, the options
 """

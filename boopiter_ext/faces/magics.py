@@ -337,15 +337,27 @@ class BoopMagics(Magics):
         %boop cassette [off]           the cassette in use, and how many turns it holds; `off` stops both
         %boop bench --models A,B       score models on a task set: right tools, valid calls, speed (table and chart)
         %boop status                   model, endpoint and settings, each with where it came from
+        %boop fix [N]                  ask why the last cell that failed (or cell [N]) failed, and how to fix it
         """
         cmd, _, rest = line.strip().partition(' ')
         handler = getattr(self, f'_boop_{cmd or "menu"}', None)
         if handler is None: raise UsageError(f'Unknown `%boop {cmd}`: try `%boop`, `%boop model NAME`, '
                                              '`%boop reasoning NAME`, `%boop models`, `%boop tools`, `%boop allow`, `%boop record`, '
-                                             '`%boop replay`, `%boop cassette`, `%boop bench` or `%boop status`.')
+                                             '`%boop replay`, `%boop cassette`, `%boop bench`, `%boop status` or '
+                                             '`%boop fix`.')
         try: return handler(rest.strip())
         finally:
             if self.channel is not None: self.channel.refresh_state()
+
+    def _boop_fix(self, arg):
+        """Ask the model why the last cell that failed (or the cell that ran as [N]) failed, and how to fix it: a prompt
+        run here, so the failing cell and its traceback are in the context above it, and its reply is saved as any."""
+        from ..core.fixing import fix_question, failed_cell
+        if arg and not arg.isdigit(): raise UsageError(f'`%boop fix` takes a cell number, as in `[3]`, not {arg!r}.')
+        cell = failed_cell(self.recorder.cells(), int(arg) if arg else None)
+        if cell is None:
+            return print(f'Cell [{arg}] did not fail: nothing to fix.' if arg else 'No cell above failed: nothing to fix.')
+        self.prompt('', fix_question(cell))
 
     def _boop_menu(self, _):
         if not self.kernel:   # a terminal shows no widgets: list the models instead

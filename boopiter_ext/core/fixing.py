@@ -1,0 +1,33 @@
+"""From an error to a question about it: the cell that failed, and the prompt that asks why and how to fix it.
+
+    cell = failed_cell(recorder.cells())        # the last cell whose outputs hold an error, or None
+    fix_question(cell)                          # 'Cell [3] failed with `KeyError: 'x'`. Why, and how do I fix it? ...'
+
+The failing cell and its traceback reach the model as the notebook above the prompt does (`context/build.py`); the
+question only names it, so it reads the same on every rerun of the notebook and its saved reply is shown again.
+"""
+
+__all__ = ['failed_cell', 'fix_question']
+
+def _error(cell)->dict|None:
+    return next((o for o in reversed(cell.outputs) if isinstance(o, dict) and o.get('output_type') == 'error'), None)
+
+
+def failed_cell(
+    cells:list,            # The recorded `Cell`s, in execution order
+    exec_count:int=None,   # The failing cell's execution count ([N]); None: the last cell that failed
+):                         # The `Cell`, or None if it did not fail (or none did)
+    "The cell to ask about: the one that ran as [N], if it failed; else the last one that failed."
+    for c in reversed(cells):
+        if (exec_count is None or c.exec_count == exec_count) and c.kind != 'prompt' and _error(c) is not None: return c
+    return None
+
+
+def fix_question(cell)->str:
+    "The prompt that asks why `cell` failed and how to fix it, naming its error on one line."
+    err = _error(cell)
+    what = ' '.join(f'{err.get("ename") or "Error"}: {err.get("evalue") or ""}'.replace('`', "'").split())
+    what = what if len(what) <= 200 else what[:199] + '…'
+    where = f'Cell [{cell.exec_count}]' if cell.exec_count else 'The cell above'
+    return (f'{where} failed with `{what}`. Why did it fail, and how do I fix it? Answer briefly, then give the fixed '
+            'cell whole as one python block.')

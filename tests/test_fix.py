@@ -1,0 +1,40 @@
+"""From an error to a question about it: `%boop fix` in a real kernel, and the question as plain Python."""
+
+import pytest
+from boopiter_ext.context.build import Cell
+from boopiter_ext.core.fixing import failed_cell, fix_question
+
+MODEL = 'qwen3:1.7b'
+
+
+def failed(n, ename='KeyError', evalue="'x'"):
+    return Cell('d["x"]', exec_count=n, outputs=[dict(output_type='error', ename=ename, evalue=evalue, traceback=[])])
+
+
+def test_the_cell_to_fix_is_the_last_that_failed_or_the_one_named():
+    ok, one, two = Cell('1', exec_count=1), failed(2), failed(3, 'ZeroDivisionError', 'division by zero')
+    assert failed_cell([ok, one, two]) is two and failed_cell([ok, one, two], 2) is one
+    assert failed_cell([ok, one], 1) is None and failed_cell([ok]) is None
+    prompt = Cell('%%prompt\nwhy', 'prompt', exec_count=4, outputs=[dict(output_type='error', ename='BoopError')])
+    assert failed_cell([one, prompt]) is one   # a prompt's own fault is not a cell to fix
+    assert fix_question(two) == ('Cell [3] failed with `ZeroDivisionError: division by zero`. Why did it fail, and how do '
+                                 'I fix it? Answer briefly, then give the fixed cell whole as one python block.')
+    odd = failed(5, 'ValueError', 'bad `value`\n' + 'x' * 500)   # one line, no code span broken, bounded
+    q = fix_question(odd)
+    assert "`ValueError: bad 'value' xxx" in q and '\n' not in q and len(q) < 400
+
+
+@pytest.mark.slow
+def test_boop_fix_asks_about_the_failure_with_its_traceback_in_view_and_reruns_from_the_saved_reply(kernel, srv):
+    assert kernel.run('%boop fix').text == 'No cell above failed: nothing to fix.\n'
+    assert kernel.run('prices = {"tea": 3}\nprices["coffee"]').status == 'error'
+    srv.script("`prices` has no key 'coffee'. Add it first:\n\n```python\nprices['coffee'] = 4\n```")
+    res = kernel.run(f'%config BoopMagics.model = {MODEL!r}\n%boop fix', cell_id='fix')
+    assert res.status == 'ok' and res.reply['data']['text/plain'].startswith("`prices` has no key 'coffee'")
+    sent = srv.last_chat()['messages'][-1]['content']
+    assert "failed with `KeyError: 'coffee'`. Why did it fail, and how do I fix it?" in sent
+    assert 'prices["coffee"]' in sent and 'KeyError' in sent.partition('failed with')[0]   # the cell and its traceback
+    asked = len(srv.chats())
+    assert kernel.run('%boop fix', cell_id='fix').reply['data']['text/plain'].startswith('`prices` has no key')
+    assert len(srv.chats()) == asked   # run again: its saved reply, not a new request
+    assert kernel.run('%boop fix 1').text == 'Cell [1] did not fail: nothing to fix.\n'
