@@ -14,7 +14,8 @@ __version__ = '0.1.0'
 __all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 'BoopMagics', 'Assistant', 'OllamaClient',
            'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells', 'load_settings', 'Reply', 'pump',
            'BoopError', 'Catalog', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded', 'add_tool', 'side_effect',
-           'get_tool_list', 'tools_system_prompt', 'ask', 'ask_all', 'stream', 'prompt_llm', 'stream_llm_reply', 'Failed']
+           'get_tool_list', 'tools_system_prompt', 'ask', 'ask_all', 'stream', 'prompt_llm', 'stream_llm_reply', 'Failed',
+           'on_tool_error']
 
 import importlib, os
 from .errors import BoopError
@@ -25,7 +26,8 @@ _LAZY = dict(BoopMagics='.faces.magics', Assistant='.core.assistant', OllamaClie
              ollama_loaded='.models.ollama', unload_ollama_model='.models.ollama', sync_ollama_loaded='.models.ollama',
              add_tool='.tools.registry', side_effect='.tools.registry', get_tool_list='.faces.api',
              tools_system_prompt='.tools.registry', ask='.faces.api', ask_all='.faces.api', stream='.faces.api',
-             prompt_llm='.faces.api', stream_llm_reply='.faces.api', Failed='.core.batch')
+             prompt_llm='.faces.api', stream_llm_reply='.faces.api', Failed='.core.batch',
+             on_tool_error='.tools.registry')
 _COST_MAP = 'LITELLM_LOCAL_MODEL_COST_MAP'
 _frontend_loaded = None   # the `BoopMagics` the frontend loaded (`_frontend_load`) and no `%load_ext` adopted yet
 

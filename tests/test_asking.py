@@ -223,6 +223,12 @@ def test_tools_run_through_the_guarded_loop_when_asked(public, srv):
     first = srv.chats()[-2]
     assert 'def add_numbers(\n    a:int,  # First number to add' in first['messages'][0]['content']
     assert '70' in json.dumps(srv.last_chat()['messages'][-1])
+    srv.script('It is 5.')   # no call: told it owes one
+    srv.script('```python\nadd_numbers(2, 3)\n```')
+    srv.script('5.')
+    assert public.ask('What is 2 + 3?', MODEL, tools=[add_numbers], must_call='add_numbers') == '5.'
+    assert calls[-1] == (2, 3) and 'You must call `add_numbers` first' in json.dumps(srv.chats()[-2]['messages'])
+    with pytest.raises(SettingsError, match='not offered'): public.ask('x', MODEL, tools=[add_numbers], must_call='nope')
 
 
 def test_a_cassette_replays_a_batch_offline(a, tmp_path, monkeypatch):

@@ -215,3 +215,23 @@ def test_native_tool_calls_a_server_returns_are_taken_only_when_lenient(tools, s
     [step] = loop_of(res)['steps']
     assert (step['source'], step['status'], step['recovered']) == ('add_numbers(a=5, b=6)', 'ok', True)
     assert '```\n11\n```' in srv.last_chat()['messages'][-1]['content']
+
+
+def test_a_first_call_required_and_a_tools_error_redacted_by_the_users_hook(tools, srv):
+    "`--must-call NAME` (seed 004's required tool choice) and `on_tool_error` (its `onToolError`), in a real kernel."
+    srv.script('I think it is 70.')   # no call: the model is told it owes one, and asked again
+    srv.script(block('add_numbers(47, 23)'))
+    srv.script('70.')
+    res = tools.run('%%prompt --auto --must-call add_numbers -m qwen3:1.7b\nWhat is 47 + 23?')
+    assert res.status == 'ok' and statuses(res) == ['ok'] and len(srv.chats()) == 3
+    assert srv.chats()[1]['messages'][-1]['content'].startswith('You must call `add_numbers` first')
+    res = tools.run('%%prompt --auto --must-call nope -m qwen3:1.7b\nWhat is 47 + 23?')
+    assert res.status == 'error' and res.error['ename'] == 'SettingsError' and 'not offered here' in res.error['evalue']
+    assert tools.run("from boopiter_ext import on_tool_error\n"
+                     "on_tool_error(lambda name, e: f'error: {name} failed; details withheld')").status == 'ok'
+    srv.script(block('broken()'))
+    srv.script('It failed.')
+    res = tools.run('%%prompt --auto -m qwen3:1.7b\nRun broken.')
+    assert loop_of(res)['steps'][0]['result'] == 'error: broken failed; details withheld'
+    results = srv.last_chat()['messages'][-1]['content']
+    assert 'details withheld' in results and 'on fire' not in results   # what the model reads of the failure

@@ -191,3 +191,33 @@ def test_a_reply_may_make_at_most_max_calls_calls_however_it_spreads_them():
     assert len(ran) == MAX_CALLS and result.stop == 'answered'
     refused = [s for s in result.steps if s.status == 'refused']
     assert len(refused) == 3 and f'more than {MAX_CALLS} calls' in refused[0].result
+
+
+def test_a_first_call_can_be_required_of_any_tool_or_a_named_one():
+    "Seed 004's `ToolChoice.required`: a first reply that makes no call (or not the named one) is told so and asked again."
+    ask, asked = scripted(reply('It is 70.'), reply(block('add_numbers(47, 23)')), reply('70.'))
+    res = loop(ask, 'add 47 and 23', must_call='*')
+    assert [s.status for s in res.steps] == ['ok'] and res.stop == 'answered' and len(asked) == 3
+    assert asked[1][-1]['content'] == 'You must call one of the tools first: write a python block that calls it. ' \
+                                      'Available: add_numbers, create_ticket.'
+    ask, asked = scripted(reply(block('add_numbers(1, 2)')), reply(block("create_ticket('x')")), reply('Done.'))
+    res = loop(ask, 'open a ticket', must_call='create_ticket', confirm=lambda n, a: False)
+    assert asked[1][-1]['content'].startswith('You must call `create_ticket` first')
+    assert [s.name for s in res.steps] == ['create_ticket']   # the call owed, then the loop as ever
+    ask, asked = scripted(reply('No.'))   # the last round owes nothing: it is the answer
+    assert loop(ask, 'add', must_call='*', max_rounds=1).stop == 'answered'
+    with pytest.raises(ValueError, match='not an offered tool'): loop(ask, 'add', must_call='nope')
+
+
+def test_a_tools_failure_reaches_the_model_through_the_error_hook():
+    "Seed 004's `onToolError`: the hook chooses what the model reads of an exception (to redact it), or fails the loop."
+    def lookup(key:str)->str:
+        "Look a key up"
+        raise RuntimeError(f'db at postgres://admin:hunter2@db/prod has no {key}')
+    ask, asked = scripted(reply(block("lookup('k')")), reply('Not found.'))
+    res = run_tool_loop(ask, [mk_msg('look k up')], dict(lookup=lookup), 'look k up',
+                        on_error=lambda name, e: f'error: {name} failed ({type(e).__name__})')
+    assert res.steps[0].result == 'error: lookup failed (RuntimeError)' and 'hunter2' not in str(asked[1])
+    ask, asked = scripted(reply(block("lookup('k')")), reply('Not found.'))
+    res = run_tool_loop(ask, [mk_msg('look k up')], dict(lookup=lookup), 'look k up')
+    assert res.steps[0].status == 'crashed: RuntimeError' and 'no k' in res.steps[0].result   # the default: its text

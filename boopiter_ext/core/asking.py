@@ -114,10 +114,12 @@ def _servers_of(a, settings, model:str)->list:
 
 class Question:
     "What every question of one call shares: the assistant, its settings and plan, the schema, tools and options."
-    def __init__(self, assistant, settings, plan, schema=None, context=False, images=(), retries=2, tools=None):
+    def __init__(self, assistant, settings, plan, schema=None, context=False, images=(), retries=2, tools=None,
+                 must_call=None):
         self.a, self.settings, self.plan, self.schema = assistant, settings, plan, schema
         self.context, self.retries, self.tools = context, retries, tools or {}
         self.others = []   # the same question on other models: the lanes a batch spreads over
+        self.must_call = must_call   # the tool loop's first reply must call a tool ('*') or this one
         self.images = _images(images, plan['info'], plan['model'], settings['image_size'])
 
     @classmethod
@@ -131,6 +133,7 @@ class Question:
            context:bool=False,  # Send the notebook above the running cell too
            images=(),           # Images for a vision model: bytes, file paths, or base64
            retries:int=2,       # Requests again when a structured answer does not validate
+           must_call:str=None,  # With tools, the first reply must call one: '*' any, or the tool of that name
            spread:bool=False,   # A batch spreads over every server in reach that serves the model (Ollama's, the named
                                 # endpoints', as listed now), each at its own limit
            **options,           # Other settings for this call: max_tokens, seed, timeout, system_prompt, parallel, ...
@@ -162,11 +165,13 @@ class Question:
         settings = a.settings(cell, a.notebook())
         plan = a.plan(settings, offer=tools is True, strict=True)   # an unknown model fails here, before any request
         tools = {**plan['tools'], **own}
-        q = cls(a, settings, plan, spec, context, images, retries, tools)
+        if must_call is not None and not tools: raise SettingsError('must_call needs tools=.', setting='tools')
+        q = cls(a, settings, plan, spec, context, images, retries, tools, must_call)
         if spread: models += [m for m in _servers_of(a, settings, plan['model']) if m not in models]
         for m in models[1:]:
             s = a.settings({**cell, 'model': m}, a.notebook())
-            q.others.append(cls(a, s, a.plan(s, offer=False, strict=True), spec, context, images, retries, tools))
+            q.others.append(cls(a, s, a.plan(s, offer=False, strict=True), spec, context, images, retries, tools,
+                                must_call))
         return q
 
     # -- one question
@@ -189,7 +194,8 @@ class Question:
         token = _HERE.set(Cell(user_text or '', 'code', origin='code'))   # its own record: no cell's outputs touched
         try:
             if self.tools:
-                return a._tool_loop(user_text, p['model'], msgs, s, p['info'], route, ledger, self.tools, view, None, None)
+                return a._tool_loop(user_text, p['model'], msgs, s, p['info'], route, ledger, self.tools, view, None, None,
+                                    self.must_call)
             fmt = self.schema.json if self.schema is not None else None
             return a._stream(p['model'], msgs, s, p['info'], route, ledger, view, first=False, fmt=fmt, stopper=stopper)
         finally: _HERE.reset(token)

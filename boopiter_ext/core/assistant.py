@@ -330,6 +330,7 @@ class Assistant:
                confirm=None,          # confirm(name, args) -> bool|None, before a side effect runs
                background:bool=False, # Stream the reply on a thread of its own and return at once (not a tool loop)
                fault=None,            # fault(exception): a background reply's fault, shown in its cell
+               must_call:str=None,    # In auto mode, the first reply must call a tool: '*' any, or the one named
               )->Answer:
         """Resolve the model, offer the tools, build the context, and stream the reply (or run the tool loop). With
         `background`, a reply asked of the model streams on after this returns (`self.background`); its `reply` is
@@ -339,7 +340,7 @@ class Assistant:
         except Unreachable as e:   # its server is down before a request could start (listing, what the model says)
             self._seen(picked_model(settings)[0] or None, settings, e)
             raise
-        reply = self.respond(p, question, settings, view, show, confirm, background, fault)
+        reply = self.respond(p, question, settings, view, show, confirm, background, fault, must_call)
         return Answer(reply, self._unrun_blocks(reply, p['tools']) if reply.status != 'streaming' else [])
 
     def respond(self,
@@ -351,11 +352,12 @@ class Assistant:
                 confirm=None,   # confirm(name, args) -> bool|None, before a side effect runs
                 background:bool=False, # As `answer`'s: a reply asked of the model streams on a thread (not a tool loop)
                 fault=None,     # As `answer`'s
+                must_call:str=None,   # As `answer`'s
                )->'Reply':      # The last reply; `via` says where it came from: 'cassette', 'saved', 'kept' or 'asked'
         "The reply to a composed request: replayed, reused or streamed into `view`, or the tool loop's when `p['auto']`."
         model, info, route, ledger = p['model'], p['info'], p['route'], p['ledger']
         if p['auto']: return self._tool_loop(question, model, p['msgs'], settings, info, route, ledger, p['tools'], view,
-                                             show, confirm)   # its tools run the kernel's code: it waits in the cell
+                                             show, confirm, must_call)   # its tools run the kernel's code: it waits
         return self._stream(model, p['msgs'], settings, info, route, ledger, view, background=background, fault=fault)
 
     def preview(self,
@@ -423,13 +425,14 @@ class Assistant:
         self._pushed = offered
         return offered
 
-    def _tool_loop(self, question, model, msgs, settings, info, route, ledger, tools, view, show, confirm):
+    def _tool_loop(self, question, model, msgs, settings, info, route, ledger, tools, view, show, confirm, must_call=None):
         "Auto mode: each reply streams into its own display, each round's calls are shown, then how the loop ended."
         from ..context.build import estimate_tokens
         from ..context.messages import msg_text
         from ..render.reply import loop_bundle, round_bundle
         from ..tools.loop import run_tool_loop
         from ..tools.kernel import tool_namespace
+        from ..tools.registry import tool_error_hook
         def tokens(messages): return sum(estimate_tokens(msg_text(m)) for m in messages)
         def fits(messages): return tokens(messages) + ledger['reserve'] <= ledger['cap']
         last = {}   # the round's reply and its display: once its calls ran, the display says which blocks ran
@@ -446,10 +449,13 @@ class Assistant:
                 last['reply'].info['ran_blocks'] = ran   # the frontend offers no "Insert and run" for what ran
                 last['view'].refresh(last['reply'])
             if show is not None: show(*round_bundle(rnd, steps))
+        if must_call not in (None, '*') and must_call not in tools:
+            raise SettingsError(f'The first call must be to `{must_call}`, which is not offered here: '
+                                f'{", ".join(sorted(tools)) or "no tool is"} (`%boop tools` lists them).', setting='tools')
         ns = tool_namespace(self.namespace, self.hidden(self.notebook()).names)   # a hidden cell's names: refused, said why
         result = run_tool_loop(ask, msgs, tools, question, namespace=ns,
                                max_rounds=settings['max_rounds'], lenient=settings['lenient'], confirm=confirm,
-                               fits=fits, on_round=on_round)
+                               fits=fits, on_round=on_round, on_error=tool_error_hook(), must_call=must_call)
         if show is not None: show(*loop_bundle(result))
         if result.error is not None: raise result.error
         if result.stop == 'cancelled' and not self._user_stopped:   # a Stop ends the loop, no fault

@@ -61,10 +61,11 @@ def ask(prompt:str,          # The question
         think:str=None,      # Reasoning effort: 'l', 'm', 'h' or 'off'
         images=(),           # Images for a vision model: bytes, file paths or base64
         retries:int=2,       # Requests again when a structured answer does not validate
+        must_call:str=None,  # With tools, the first reply must call one: '*' any, or the tool of that name
         **options):          # Other settings for this call: max_tokens, seed, timeout, system_prompt, reuse, cassette
     "The model's answer to `prompt`: its text, or with `schema` a value of it. Errors say what to do next."
     from ..core.asking import Question
-    q = Question.of(_assistant(), model, think, tools, schema, context, images, retries, **options)
+    q = Question.of(_assistant(), model, think, tools, schema, context, images, retries, must_call=must_call, **options)
     return q.answer(prompt)[0]
 
 
@@ -98,7 +99,7 @@ def ask_all(prompt,               # A template with {field} for each item's fiel
     else:
         rows, index, shape = items_of(items)
         prompts, template = fill(prompt, rows, index), prompt
-    q = Question.of(_assistant(), model, think, tools, schema, context, (), retries, spread, **options)
+    q = Question.of(_assistant(), model, think, tools, schema, context, (), retries, spread=spread, **options)
     return shape(q.ask_many(prompts, _progress() if progress else None, parallel, template))
 
 

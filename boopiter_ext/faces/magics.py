@@ -250,6 +250,8 @@ class BoopMagics(Magics):
     @argument('--auto', action='store_true', help="Run the model's tool calls by themselves, after the guards, and "
                                                  "hand it the results until it answers (the `auto` setting).")
     @argument('--lenient', action='store_true', help="In auto mode, also take tool calls written as JSON or tags.")
+    @argument('--must-call', nargs='?', const='*', metavar='TOOL', help="In auto mode, the model's first reply must "
+                                                                      "call a tool (the one named, if given).")
     @argument('--insert', action='store_true', help="Put the reply's python blocks into a new cell below (a reply "
                                                    "with shell blocks only: them, in a `%%%%bash` cell).")
     @argument('--fresh', action='store_true', help="Ask the model even if this cell has a saved reply to the same "
@@ -284,6 +286,7 @@ class BoopMagics(Magics):
         if args.dry_run: return self._show_raw(*_preview_output(*self.preview_cell(f'%%prompt {line}\n{cell}')))
         settings = self.settings(_cell_options(args), self.notebook())
         if args.lenient and not settings['auto']: raise UsageError('`--lenient` applies to auto mode: add `--auto`.')
+        if args.must_call and not settings['auto']: raise UsageError('`--must-call` applies to auto mode: add `--auto`.')
         view = lambda route, ledger: ReplyView(self.shell, route, ledger, extension=self.frontend)
         later = self.kernel and streams_on(self, settings)[0] and not args.insert   # the cell ends before the reply
         fault, bg = lambda e: show_fault(self.shell, e), self.assistant.background
@@ -293,7 +296,7 @@ class BoopMagics(Magics):
         if self.kernel: wait_for_reply(self.assistant)   # the cell ends with its reply: after those streaming
         got = self.assistant.answer(question, settings, view=view, show=self._show_raw,
                                     with_context=not args.no_context, confirm=confirm_by_input, background=later,
-                                    fault=fault)
+                                    fault=fault, must_call=args.must_call)
         self._offer_code(got, args.insert)
 
     def preview_cell(self, source:str)->tuple:

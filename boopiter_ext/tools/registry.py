@@ -21,7 +21,7 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
 
 __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
-           'parse_selection', 'selection_setting', 'unofferable', 'needs_consent']
+           'parse_selection', 'selection_setting', 'unofferable', 'needs_consent', 'on_tool_error', 'tool_error_hook']
 
 import builtins, inspect, keyword, logging, re, typing
 from dataclasses import dataclass, field
@@ -153,6 +153,24 @@ def add_tool(
     if _blocked(fn): raise ValueError(f'`{fn.__name__}` is never offered to the model (command execution); rename it')
     _NOTEBOOK[fn.__name__] = _mark(fn)
     return fn
+
+
+_ERROR_HOOK = [None]   # on_tool_error's hook
+
+
+def on_tool_error(
+    fn:Callable=None,  # fn(name, exception) -> the text the model reads of a tool's failure; None: its own text again
+)->Callable:           # `fn`, so `@on_tool_error` works as a decorator
+    """Choose what the model reads when a tool raises (seed 004's `onToolError`): redact a secret or a path from the
+    error, shorten it; raising from `fn` fails the tool loop. By default the model reads `error: Type: message`."""
+    if fn is not None and not callable(fn): raise TypeError(f'on_tool_error needs a function, not {type(fn).__name__}')
+    _ERROR_HOOK[0] = fn
+    return fn
+
+
+def tool_error_hook()->Callable|None:
+    "The hook `on_tool_error` set, if any."
+    return _ERROR_HOOK[0]
 
 
 def remove_tool(
