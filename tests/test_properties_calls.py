@@ -140,3 +140,41 @@ def test_tool_blocks_survive_code_nested_past_the_parsers_limit():
     text = '```python\nadd_numbers(' + 'a' + '.b' * 5000 + ')\n```\n'
     assert tool_blocks(reply(text), TOOLS) == []
     assert plan_calls(python_blocks(text)[0])[1].startswith('the block is not valid Python')
+
+
+def _sloppy(v, rnd)->str:
+    "`v` as JSON the way a small model writes it: trailing commas and comments here and there, strings exact."
+    def pad(): return rnd.choice(['', ' ', '\n  ', ' // a note, with , and ] in it\n', ' /* {"x": 1,} */ '])
+    if isinstance(v, list):
+        items = [_sloppy(x, rnd) + pad() for x in v]
+        return '[' + pad() + ','.join(items) + (',' + pad() if items and rnd.random() < 0.5 else '') + ']'
+    if isinstance(v, dict):
+        items = [pad() + json.dumps(k) + pad() + ':' + _sloppy(x, rnd) + pad() for k,x in v.items()]
+        return '{' + ','.join(items) + (',' + pad() if items and rnd.random() < 0.5 else '') + '}'
+    return json.dumps(v)
+
+
+@SOME
+@given(json_values(), st.randoms())
+def test_near_json_repairs_trailing_commas_and_comments_and_leaves_strings_alone(v, rnd):
+    "Seed 003's light repair: whatever comments and trailing commas a model adds, the value comes back exactly."
+    from boopiter_ext.tools.lenient import near_json
+    try: strict = json.dumps(v, allow_nan=False)
+    except ValueError: return   # NaN and Infinity are no JSON: nothing to repair
+    assert json.loads(near_json(strict)) == json.loads(strict)   # JSON is left as it is
+    sloppy = _sloppy(json.loads(strict), rnd)
+    assert json.loads(near_json(sloppy)) == json.loads(strict)
+
+
+@SOME
+@given(st.text(alphabet='{}[],/*"\\ \nab:1', max_size=300))
+def test_near_json_never_raises_and_only_takes_away(text):
+    from boopiter_ext.tools.lenient import near_json, recover_calls
+    out = near_json(text)
+    assert isinstance(out, str) and len(out) <= len(text)
+    assert isinstance(recover_calls(text, ['add_numbers']), list)
+
+
+def test_a_call_written_as_near_json_is_recovered():
+    text = ('<tool_call>{"name": "add_numbers", // the tool\n "arguments": {"a": 47, "b": 23,},}</tool_call>')
+    assert recover_calls(text, ['add_numbers']) == ['add_numbers(a=47, b=23)']

@@ -1,14 +1,15 @@
 """Lenient recovery: tool calls a model wrote as JSON, turned into the Python calls the guards check.
 
 `recover_calls` turns calls written as JSON (`<tool_call>` tags, ```tool_call or ```json fences, the whole reply,
-native `tool_calls`) into the same Python, one call a line, so every call passes the same guards (guards.py). Only
+native `tool_calls`) into the same Python, one call a line (JSON as small models write it, with comments and trailing
+commas, repaired first: `near_json`), so every call passes the same guards (guards.py). Only
 calls to offered tools with plain JSON arguments (whose repr is a Python literal) are recovered; tags quoted in code
 are not calls.
 
     code = '\n'.join(recover_calls(reply, tools, native=msg.get('tool_calls')))
 """
 
-__all__ = ['recover_calls']
+__all__ = ['recover_calls', 'near_json']
 
 import json, keyword, math, re
 from collections.abc import Mapping
@@ -31,8 +32,34 @@ def _tags(text):
 def _no_constant(c): raise ValueError(c)   # NaN and Infinity are not JSON values, and their repr is not a literal
 
 def _json(s):
-    try: return json.loads(s.strip(), parse_constant=_no_constant)
-    except (ValueError, RecursionError): return None
+    "The JSON value `s` holds, else that of `s` repaired as small models write it (`near_json`), else None."
+    for text in (s, None):
+        try: return json.loads((s if text is not None else near_json(s)).strip(), parse_constant=_no_constant)
+        except (ValueError, RecursionError): continue
+    return None
+
+
+def near_json(
+    s:str,   # Text that is almost JSON: `//` and `/* */` comments, trailing commas before `]` or `}` (seed 003)
+)->str:      # The same with those removed (strings untouched), in one pass: linear in `s`
+    "JSON as small models write it, made JSON: comments and trailing commas taken out, outside strings only."
+    out, i, n, comma = [], 0, len(s), None   # comma: where in `out` a comma waits to see what follows it
+    while i < n:
+        c = s[i]
+        if c == '"':   # a string, copied whole (escapes included)
+            j = i + 1
+            while j < n and s[j] != '"': j += 2 if s[j] == '\\' else 1
+            out.append(s[i:j + 1]); i = j + 1; comma = None
+        elif s.startswith('//', i):
+            j = s.find('\n', i); i = n if j < 0 else j
+        elif s.startswith('/*', i):
+            j = s.find('*/', i + 2); i = n if j < 0 else j + 2
+        elif c in ' \t\r\n': out.append(c); i += 1
+        elif c in ']}' and comma is not None: out[comma] = ''; out.append(c); i += 1; comma = None   # a trailing comma
+        else:
+            comma = len(out) if c == ',' else None
+            out.append(c); i += 1
+    return ''.join(out)
 
 
 def _plain(v, depth=0)->bool:
