@@ -264,3 +264,28 @@ def test_prompt_cell_on_an_openai_compatible_server(srv, tmp_path):
         md = res.reply['metadata']['boopiter']
         assert (md['route'], md['model'], md['endpoint']) == ('OpenAI-compatible', f'openai/{MODEL}', f'{srv.url}/v1')
         assert srv.last_chat()['messages'][-1]['content'] == 'hello' and 'api_key' not in str(res.reply)
+
+
+def test_a_kept_alive_connection_the_server_closed_is_asked_again_once(tmp_path):
+    "llama.cpp closes a connection after each streamed reply while announcing keep-alive: the next request goes again."
+    import socket, threading
+    from boopiter_ext.models.openai_client import OpenAIClient
+    event = b'data: {"choices": [{"delta": {"content": "hi"}, "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'
+    answer = (b'HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n' % len(event)) + event
+    srv, seen = socket.socket(), []
+    srv.bind(('127.0.0.1', 0)); srv.listen()
+    def serve():
+        for n in range(3):
+            c, _ = srv.accept()
+            c.recv(65536)
+            seen.append(n)
+            if n != 1: c.sendall(answer)   # the second request's connection closes unanswered, twice over for the third
+            c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    client = OpenAIClient(f'http://127.0.0.1:{srv.getsockname()[1]}/v1', timeout=10)
+    try:
+        assert [e for e in client.chat('m', [dict(role='user', content='x')]) if e[0] == 'content'] == [('content', 'hi')]
+        assert [e for e in client.chat('m', [dict(role='user', content='y')]) if e[0] == 'content'] == [('content', 'hi')]
+        assert seen == [0, 1, 2]   # the dropped one was sent again, once
+    finally:
+        client.close(); srv.close()

@@ -221,3 +221,28 @@ def test_a_tools_failure_reaches_the_model_through_the_error_hook():
     ask, asked = scripted(reply(block("lookup('k')")), reply('Not found.'))
     res = run_tool_loop(ask, [mk_msg('look k up')], dict(lookup=lookup), 'look k up')
     assert res.steps[0].status == 'crashed: RuntimeError' and 'no k' in res.steps[0].result   # the default: its text
+
+
+def test_independent_read_only_calls_in_one_block_run_at_once_and_keep_their_order():
+    "Seed 004: a block of calls that only read runs them concurrently; each output (printed too) stays its own."
+    import threading, time
+    from boopiter_ext.tools.guards import OUTBOUND_ATTR
+    running, most, lock = [0], [0], threading.Lock()
+    def lookup(key:str)->str:
+        "Look a key up"
+        with lock: running[0] += 1; most[0] = max(most[0], running[0])
+        print(f'looking up {key}')
+        time.sleep(0.2)
+        with lock: running[0] -= 1
+        return f'{key}={len(key)}'
+    calls = block("lookup('a')\nlookup('bb')\nlookup('ccc')")
+    ask, _ = scripted(reply(calls), reply('Done.'))
+    t = time.monotonic()
+    res = run_tool_loop(ask, [mk_msg('look up')], dict(lookup=lookup), 'look up')
+    assert time.monotonic() - t < 0.5 and most[0] == 3   # at once, not 0.6 s one after another
+    assert [s.result for s in res.steps] == ['looking up a\na=1', 'looking up bb\nbb=2', 'looking up ccc\nccc=3']
+    setattr(lookup, OUTBOUND_ATTR, ('key',))   # one that sends something out runs alone, its guards in order
+    most[0] = 0
+    ask, _ = scripted(reply(calls), reply('Done.'))
+    run_tool_loop(ask, [mk_msg('look up a, bb and ccc')], dict(lookup=lookup), 'look up a, bb and ccc')
+    assert most[0] == 1

@@ -67,10 +67,15 @@ class Sink:
         from ..redact import masked
         return dict(output_type='display_data', data=masked(data), metadata=masked(md))
 
+    @staticmethod
+    def bundle(reply, route, ledger)->tuple:
+        "(data, metadata) of a reply nobody sees: its text and provenance, what reuse reads back; no Markdown made."
+        from ..render.reply import reply_metadata, reply_plain
+        return {'text/plain': reply_plain(reply)}, reply_metadata(reply, route, ledger)
+
     def final(self, reply)->dict:
-        from ..render.reply import reply_bundle
         self.update(reply)
-        return self.show(*reply_bundle(reply, self.route, self.ledger))
+        return self.show(*self.bundle(reply, self.route, self.ledger))
 
 
 def _checked(options:dict)->dict:

@@ -550,7 +550,8 @@ class Assistant:
             from .replay import saved_snapshot
             reply = Reply.restore(model, saved_snapshot(found))   # drawn again by the renderer: a file's HTML never is
             reply.via = 'saved'
-            self._record(shown.show(*reply_bundle(reply, {**route, 'reused': True}, ledger)))
+            bundle = getattr(shown, 'bundle', reply_bundle)   # a view that shows nothing makes a lighter one (asking.py)
+            self._record(shown.show(*bundle(reply, {**route, 'reused': True}, ledger)))
             return reply
         if kind in ('kept', 'stale'):
             reply = self._keep(*found, model, settings, route, ledger, shown)

@@ -60,6 +60,18 @@ def _openai_msg(m):
                             isinstance(p.get('image_url'), str) else p for p in c])
 
 
+def _dropped(e)->bool:
+    "Whether a request failed because the server had closed the kept-alive connection it went out on, before answering."
+    import http.client
+    seen, cause = set(), e
+    while cause is not None and id(cause) not in seen:   # requests' ConnectionError <- urllib3's ProtocolError <- ...
+        if isinstance(cause, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)): return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__ or (cause.args[1] if len(getattr(cause, 'args', ())) > 1
+                                                         and isinstance(cause.args[1], BaseException) else None)
+    return False
+
+
 def _count(v)->bool: return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 40
 
 def _usage(u):
@@ -197,10 +209,18 @@ class OpenAIClient:
         watch = StallWatch(self.timeout)
         return watch.follow(self._stream(model, body, watch))
 
+    def _post(self, body, watch):
+        """The chat request, sent again once if a kept-alive connection turned out closed before any answer (llama.cpp
+        closes it after each streamed reply while announcing keep-alive; a batch can reuse it before the close lands)."""
+        send = lambda: self.session.post(self.base + '/chat/completions', json=body, headers=self._headers, stream=True,
+                                         timeout=(self.connect_timeout, watch.backstop))
+        try: return send()
+        except requests.ConnectionError as e:
+            if not _dropped(e): raise
+            return send()
+
     def _stream(self, model, body, watch):
-        with self._errors(model, watch):
-            r = self.session.post(self.base + '/chat/completions', json=body, headers=self._headers, stream=True,
-                                  timeout=(self.connect_timeout, watch.backstop))
+        with self._errors(model, watch): r = self._post(body, watch)
         info, done = {}, False
         with r:  # leaving this block early closes the connection; a stream read to its end keeps it for reuse
             if not watch.arm(r.raw.shutdown): raise watch.stalled(model)

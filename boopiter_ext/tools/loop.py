@@ -13,11 +13,12 @@ interrupt keep their effects and are listed.
 
 __all__ = ['STOPS', 'Step', 'LoopResult', 'run_tool_loop', 'run_call', 'results_message', 'tool_blocks']
 
-import ast, builtins, contextlib, io, re
+import ast, builtins, contextlib, io, re, sys, threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from ..context.build import fenced
 from ..errors import BoopError
-from .guards import OUTBOUND_ATTR, Given, check_call, plan_calls
+from .guards import INTENT_ATTR, OUTBOUND_ATTR, Given, check_call, plan_calls
 from .blocks import python_blocks
 from .screening import quarantine, screen_output
 from .lenient import recover_calls
@@ -66,13 +67,32 @@ class _Cancelled(Exception):
 def _clip(s, n=RESULT_CHARS): return s if len(s) <= n else s[:n] + f'\n… [{len(s) - n:,} more characters clipped]'
 
 
+class _ThreadStdout(io.TextIOBase):
+    "sys.stdout while calls run on threads: each thread's writes go to its own buffer, any other thread's where they went."
+    def __init__(self, orig): self.orig, self.bufs = orig, {}
+    def writable(self): return True
+    def write(self, s): return self.bufs.get(threading.get_ident(), self.orig).write(s)
+    def flush(self): self.orig.flush()
+
+
+@contextlib.contextmanager
+def _captured(out):
+    "What this thread prints goes to `out`: through the installed `_ThreadStdout` if there is one, else redirected."
+    if isinstance(sys.stdout, _ThreadStdout):
+        sys.stdout.bufs[threading.get_ident()] = out
+        try: yield
+        finally: sys.stdout.bufs.pop(threading.get_ident(), None)
+    else:
+        with contextlib.redirect_stdout(out): yield
+
+
 def run_call(fn, call, on_error=None)->tuple:
     """(status, output): run one guarded call, with what it printed and returned as its output. A tool's exception is
     its output, `error: Type: message`, or what `on_error(name, exception)` makes of it (seed 004's `onToolError`: to
     redact it; raising from it fails the loop)."""
     out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out): value = fn(*call.args, **call.kwargs)
+        with _captured(out): value = fn(*call.args, **call.kwargs)
     except Exception as e:
         told = on_error(call.name, e) if on_error is not None else None
         return f'crashed: {type(e).__name__}', _clip(told if isinstance(told, str) else f'error: {type(e).__name__}: {e}')
@@ -138,8 +158,9 @@ class _Guards:
         return answer
 
 
-def _call_step(call, rnd, g, recovered, run, block=''):
-    "One call's step: a repeat, a guard's refusal, or (when `run`) its output, screened."
+def _call_step(call, rnd, g, recovered, run, block='', ran=None):
+    """One call's step: a repeat, a guard's refusal, or (when `run`) its output, screened. `ran`: the (status, output)
+    it got already, on a thread beside others (`_concurrently`); the guards passed then."""
     step = Step(rnd, call.source, 'ok', name=call.name, recovered=recovered, block=block)
     g.given.wrote(*call.args, *call.kwargs.values())   # their echo in any result is the model's own text
     if call.key() in g.seen:
@@ -147,15 +168,51 @@ def _call_step(call, rnd, g, recovered, run, block=''):
                                               'use that result and answer.')
         return step
     g.seen[call.key()] = rnd
+    if ran is not None: return _finish(step, g, *ran)
     status, message = check_call(call, g.tools, g.user_text, g.ask, given=g.given.text)
     if status == 'ok' and not run: status, message = 'not run', 'not run: that was the last round; answer now.'
     elif status == 'ok': status, message = run_call(g.tools[call.name], call, g.on_error)
+    return _finish(step, g, status, message)
+
+
+def _finish(step, g, status, message):
+    "A call's step once it ran (or was refused): its output scrubbed and screened, and what it read given."
     if (ran := status == 'ok' or status.startswith('crashed')): message = scrub(message)   # a key it read is not sent
     if ran and (flags := screen_output(message, g.tools)):
         status, step.flags, message = 'flagged', flags, quarantine(message, flags)
     step.status, step.result = status, message
     if step.ran: g.given.add(message)   # a page's links may be followed; what the call itself wrote in it may not
     return step
+
+
+def _independent(calls, g, run)->bool:
+    """Whether a block's calls may run at once (seed 004): two or more, each of an offered tool that only reads
+    (no side effect, nothing sent out), none a repeat, and each passing the guards as it stands."""
+    if not run or len(calls) < 2 or len({c.key() for c in calls}) < len(calls): return False
+    fns = [g.tools.get(c.name) for c in calls]
+    return all(fn is not None and getattr(fn, INTENT_ATTR, None) is None and not getattr(fn, OUTBOUND_ATTR, None)
+               and c.key() not in g.seen for fn, c in zip(fns, calls))
+
+
+def _concurrently(calls, g)->list:
+    "[(status, output)] of `calls` run on threads at once, in their order; a guard's refusal in place of a call it stops."
+    for c in calls: g.given.wrote(*c.args, *c.kwargs.values())   # as each call's own step does first
+    checked = [check_call(c, g.tools, g.user_text, g.ask, given=g.given.text) for c in calls]
+    def one(c, ok): return run_call(g.tools[c.name], c, g.on_error) if ok[0] == 'ok' else ok
+    orig, ex = sys.stdout, ThreadPoolExecutor(min(8, len(calls)), thread_name_prefix='boopiter-tool')
+    sys.stdout = _ThreadStdout(orig)
+    futures = [ex.submit(one, c, ok) for c, ok in zip(calls, checked)]
+    try: return [f.result() for f in futures]
+    except KeyboardInterrupt:   # the calls that ended keep their results; the others are not waited for
+        raise _Interrupted([f.result() if f.done() and not f.cancelled() else None for f in futures]) from None
+    finally:
+        sys.stdout = orig
+        ex.shutdown(wait=False, cancel_futures=True)
+
+
+class _Interrupted(Exception):
+    "An interrupt while a block's calls ran at once: what each got, None for those it stopped waiting for."
+    def __init__(self, got): self.got = got
 
 
 def _round(blocks, rnd, g, run=True):
@@ -170,8 +227,13 @@ def _round(blocks, rnd, g, run=True):
             steps.append(Step(rnd, code.strip(), 'refused', f'error: {problem} Nothing in the block was run.',
                               recovered=recovered, block=code))
             continue
-        for call in calls:
-            try: steps.append(_call_step(call, rnd, g, recovered, run, code))
+        try: ran = _concurrently(calls, g) if _independent(calls, g, run) else [None] * len(calls)
+        except _Interrupted as i:
+            raise _Cancelled(steps + [_call_step(c, rnd, g, recovered, run, code, got) if got is not None else
+                                      Step(rnd, c.source, 'cancelled', 'interrupted', name=c.name)
+                                      for c, got in zip(calls, i.got)]) from None
+        for call, got in zip(calls, ran):
+            try: steps.append(_call_step(call, rnd, g, recovered, run, code, got))
             except KeyboardInterrupt:   # while asking for a confirmation, or running the tool
                 raise _Cancelled(steps + [Step(rnd, call.source, 'cancelled', 'interrupted', name=call.name)])
     return steps
