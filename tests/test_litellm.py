@@ -116,3 +116,30 @@ def test_another_providers_id_on_a_custom_api_base_never_gets_your_environment_k
     monkeypatch.setenv('MY_SERVER_KEY', 'k-123')
     assert auth(api_key_env='MY_SERVER_KEY') == 'Bearer k-123'
     with pytest.raises(SettingsError, match='NOT_SET'): auth(api_key_env='NOT_SET')
+
+
+def test_a_structured_answer_on_the_litellm_route_sends_response_format(srv, monkeypatch, tmp_path):
+    "`ask(schema=...)` on a litellm id: OpenAI's `response_format`, which litellm passes on (or maps per provider)."
+    import dataclasses
+    from boopiter_ext.core.assistant import Assistant
+    from boopiter_ext.core.asking import Question
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+        y: int
+
+    class NoCells:
+        current = None
+        def cells(self): return []
+    monkeypatch.chdir(tmp_path)
+    (tmp_path/'settings.ini').write_text(f'[boopiter]\nhost = 127.0.0.1:{free_port()}\n')
+    monkeypatch.setenv('OPENAI_BASE_URL', srv.url + '/v1')   # a cloud id, pointed at the test server as litellm reads it
+    monkeypatch.setenv('OPENAI_API_KEY', 'sk-test-not-a-key')
+    srv.script('{"x": 1, "y": 2}')
+    a = Assistant(NoCells(), {})
+    try: assert Question.of(a, MODEL, schema=Point).answer('Where?')[0] == Point(1, 2)   # no api_base: litellm's
+    finally: a.close()
+    rf = srv.last_chat()['response_format']
+    assert rf['type'] == 'json_schema' and rf['json_schema']['strict'] is True   # closed and all required: strict
+    assert rf['json_schema']['schema']['required'] == ['x', 'y']
