@@ -1,5 +1,6 @@
 """From an error to a question about it: `%boop fix` in a real kernel, and the question as plain Python."""
 
+import json
 import pytest
 from boopiter_ext.context.build import Cell
 from boopiter_ext.core.fixing import failed_cell, fix_question
@@ -38,3 +39,11 @@ def test_boop_fix_asks_about_the_failure_with_its_traceback_in_view_and_reruns_f
     assert kernel.run('%boop fix', cell_id='fix').reply['data']['text/plain'].startswith('`prices` has no key')
     assert len(srv.chats()) == asked   # run again: its saved reply, not a new request
     assert kernel.run('%boop fix 1').text == 'Cell [1] did not fail: nothing to fix.\n'
+    assert kernel.run('1 / 0').status == 'error'
+    srv.script('Dividing by zero has no answer.')
+    res = kernel.run('%%prompt --fix\nWhy, in a word?', cell_id='p2')   # the prompt cell the extension puts below an error
+    assert res.reply['data']['text/plain'] == 'Dividing by zero has no answer.'
+    sent = srv.last_chat()['messages'][-1]['content']
+    assert sent.endswith("failed with `ZeroDivisionError: division by zero`.\n\nWhy, in a word?")
+    res = kernel.run('%%prompt --fix x\nWhy?')
+    assert "`--fix` takes a cell number, as in `[3]`, not 'x'." in res.text + json.dumps(res.error)

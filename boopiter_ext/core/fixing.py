@@ -7,7 +7,7 @@ The failing cell and its traceback reach the model as the notebook above the pro
 question only names it, so it reads the same on every rerun of the notebook and its saved reply is shown again.
 """
 
-__all__ = ['failed_cell', 'fix_question']
+__all__ = ['failed_cell', 'fix_question', 'ASK']
 
 def _error(cell)->dict|None:
     return next((o for o in reversed(cell.outputs) if isinstance(o, dict) and o.get('output_type') == 'error'), None)
@@ -23,11 +23,13 @@ def failed_cell(
     return None
 
 
-def fix_question(cell)->str:
-    "The prompt that asks why `cell` failed and how to fix it, naming its error on one line."
+ASK = 'Why did it fail, and how do I fix it? Answer briefly, then give the fixed cell whole as one python block.'
+
+
+def fix_question(cell, ask:str='')->str:
+    "The prompt about `cell`'s failure: its error on one line, then `ask` (the user's words), by default `ASK`."
     err = _error(cell)
     what = ' '.join(f'{err.get("ename") or "Error"}: {err.get("evalue") or ""}'.replace('`', "'").split())
     what = what if len(what) <= 200 else what[:199] + '…'
     where = f'Cell [{cell.exec_count}]' if cell.exec_count else 'The cell above'
-    return (f'{where} failed with `{what}`. Why did it fail, and how do I fix it? Answer briefly, then give the fixed '
-            'cell whole as one python block.')
+    return f'{where} failed with `{what}`.' + (f'\n\n{ask}' if ask else ' ' + ASK)

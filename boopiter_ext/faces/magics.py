@@ -259,6 +259,9 @@ class BoopMagics(Magics):
                                                   "setting, for this cell).")
     @argument('--dry-run', action='store_true', help="Show exactly what would be sent (messages, context ledger, "
                                                     "tokens, images, tools) and send nothing.")
+    @argument('--fix', nargs='?', const='above', metavar='N', help="Ask why a cell failed and how to fix it: the cell "
+                                                                  "above if it failed, else the last that failed, or "
+                                                                  "the one that ran as [N]; the lines below ask it.")
     @cell_magic
     def prompt(self, line, cell):
         """Ask a model about the notebook so far; the reply streams into this cell's output.
@@ -282,6 +285,8 @@ class BoopMagics(Magics):
         if args.model and not check_setting('model', args.model):
             raise UsageError(f'`-m` needs {RULES["model"][1]}; `%boop models` lists the ids in reach.')
         question = prompt_text('%%prompt\n' + cell)
+        if args.fix:
+            if (question := self._fix_question(args.fix, question)) is None: return
         if not question: raise UsageError('The prompt is empty: write your question on the lines below `%%prompt`.')
         if args.dry_run: return self._show_raw(*_preview_output(*self.preview_cell(f'%%prompt {line}\n{cell}')))
         settings = self.settings(_cell_options(args), self.notebook())
@@ -352,15 +357,25 @@ class BoopMagics(Magics):
         finally:
             if self.channel is not None: self.channel.refresh_state()
 
-    def _boop_fix(self, arg):
-        """Ask the model why the last cell that failed (or the cell that ran as [N]) failed, and how to fix it: a prompt
-        run here, so the failing cell and its traceback are in the context above it, and its reply is saved as any."""
+    def _fix_question(self, which:str, more:str)->str|None:
+        """The question of `%%prompt --fix [N]` (and `%boop fix`): why the cell failed and how to fix it, then the
+        lines below; None, said why, when there is no failure to ask about."""
         from ..core.fixing import fix_question, failed_cell
-        if arg and not arg.isdigit(): raise UsageError(f'`%boop fix` takes a cell number, as in `[3]`, not {arg!r}.')
-        cell = failed_cell(self.recorder.cells(), int(arg) if arg else None)
+        if which != 'above' and not which.isdigit():
+            raise UsageError(f'`--fix` takes a cell number, as in `[3]`, not {which!r}.')
+        nb = self.notebook()
+        above = [c for c in self.assistant.cells_above(nb) if c.kind != 'markdown'][-1:]
+        cell = failed_cell(above) or failed_cell(self.recorder.cells()) if which == 'above' else \
+            failed_cell(self.recorder.cells(), int(which))
         if cell is None:
-            return print(f'Cell [{arg}] did not fail: nothing to fix.' if arg else 'No cell above failed: nothing to fix.')
-        self.prompt('', fix_question(cell))
+            print(f'Cell [{which}] did not fail: nothing to fix.' if which != 'above' else 'No cell above failed: nothing to fix.')
+            return None
+        return fix_question(cell, more)
+
+    def _boop_fix(self, arg):
+        """Ask the model why the cell above (else the last that failed, or the one that ran as [N]) failed, and how to
+        fix it: a prompt run here, so the failing cell and its traceback are in the context above it."""
+        self.prompt(f'--fix {arg}' if arg else '--fix', '')
 
     def _boop_menu(self, _):
         if not self.kernel:   # a terminal shows no widgets: list the models instead
