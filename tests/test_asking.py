@@ -2,7 +2,7 @@
 answers, structured output on each route, retries, batches in order and at once, failures in place, interrupts that
 keep what finished, progress, the cassette, and bad input refused before any request."""
 
-import _thread, dataclasses, io, json, threading, time
+import _thread, dataclasses, io, json, time
 from typing import Literal
 import pytest
 from ollama_server import OllamaTestServer

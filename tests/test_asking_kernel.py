@@ -21,6 +21,6 @@ def test_ask_in_a_notebook_reads_the_cells_above_on_request_and_a_batch_shows_it
         final = bars[0]['data']['text/html']
         assert '30 items in' in final and '30 answered (30 asked, 0 reused)' in final
         assert res.outputs[-1]['data']['text/plain'] == "(30, ['saw no cell'])"
-        res = k.run(f"ask('x', 'nosuch:7b')")
+        res = k.run("ask('x', 'nosuch:7b')")
         assert res.status == 'error' and res.error['ename'] == 'OllamaModelNotFound'
         assert k.run('1 + 1').status == 'ok'

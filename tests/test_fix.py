@@ -20,6 +20,10 @@ def test_the_cell_to_fix_is_the_last_that_failed_or_the_one_named():
     assert failed_cell([one, prompt]) is one   # a prompt's own fault is not a cell to fix
     assert fix_question(two) == ('Cell [3] failed with `ZeroDivisionError: division by zero`. Why did it fail, and how do '
                                  'I fix it? Answer briefly, then give the fixed cell whole as one python block.')
+    before = Cell('', origin='history', outputs=[dict(output_type='error', ename='KeyError', evalue="'k'",
+                                                      traceback=['Traceback (most recent call last):', "KeyError: 'k'"])])
+    assert fix_question(before, 'Why?') == ("The last cell that failed before boopiter was loaded failed with this error:"
+                                            "\n\n```\nTraceback (most recent call last):\nKeyError: 'k'\n```\n\nWhy?")
     odd = failed(5, 'ValueError', 'bad `value`\n' + 'x' * 500)   # one line, no code span broken, bounded
     q = fix_question(odd)
     assert "`ValueError: bad 'value' xxx" in q and '\n' not in q and len(q) < 400

@@ -27,8 +27,13 @@ ASK = 'Why did it fail, and how do I fix it? Answer briefly, then give the fixed
 
 
 def fix_question(cell, ask:str='')->str:
-    "The prompt about `cell`'s failure: its error on one line, then `ask` (the user's words), by default `ASK`."
+    """The prompt about `cell`'s failure: its error on one line, then `ask` (the user's words), by default `ASK`. A
+    failure from before boopiter was loaded (`origin` 'history': no record of its cell's outputs) brings its traceback."""
     err = _error(cell)
+    if cell.origin == 'history':
+        tb = '\n'.join(str(t) for t in (err.get('traceback') or [])[-12:])[-3000:]
+        return (f'The last cell that failed before boopiter was loaded failed with this error:\n\n```\n{tb}\n```\n\n'
+                + (ask or ASK))
     what = ' '.join(f'{err.get("ename") or "Error"}: {err.get("evalue") or ""}'.replace('`', "'").split())
     what = what if len(what) <= 200 else what[:199] + '…'
     where = f'Cell [{cell.exec_count}]' if cell.exec_count else 'The cell above'

@@ -17,7 +17,7 @@ Everything a prompt decides is the assistant's.
 
 __all__ = ['BoopMagics']
 
-import atexit, importlib.util, logging, threading, uuid
+import atexit, importlib.util, logging, sys, threading, uuid
 from pathlib import Path
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class, cell_magic, line_magic
@@ -26,7 +26,7 @@ from traitlets import Unicode, Integer, Float, Bool
 from ..core.assistant import Assistant, folder
 from ..core.binding import binding_bundle
 from .capture import CellRecorder
-from ..context.build import prompt_text
+from ..context.build import Cell, prompt_text
 from ..redact import masked
 from ..settings import SETTINGS, RULES, THINK_LEVELS, check_setting
 
@@ -128,6 +128,7 @@ class BoopMagics(Magics):
         self.assistant.listeners.append(self._binding_changed)
         self._warm, self._toolbar, self.channel, self.readiness, self._interrupt = None, None, None, None, None
         self._cloud_warm = False   # litellm warmed up, or on its way: once a kernel
+        self._failed_before = None   # the last failure before loading (`start`)
         self._binding_id = f'boopiter-binding-{uuid.uuid4().hex}'   # every binding display shown is kept current
         self._at_load, self._set_since_load = {k: getattr(self, k) for k in SETTINGS}, set()
         self.observe(lambda change: self._set_since_load.add(change['name']), names=list(SETTINGS))
@@ -163,6 +164,10 @@ class BoopMagics(Magics):
         """Begin recording cells, put `ask`, `ask_all` and `stream` in the namespace, open the frontend's channel (in a
         kernel) and, if useful, warm up."""
         self.recorder.register()
+        self._failed_before = None   # the last failure before loading: its cell was not recorded (`%%prompt --fix`)
+        if isinstance(err := getattr(sys, 'last_value', None), Exception):
+            from .capture import error_output
+            self._failed_before = Cell('', 'code', outputs=[error_output(err)], origin='history')
         from . import api
         ns = self.shell.user_ns
         self._api = {name: getattr(api, name) for name in api.NAMESPACE if name not in ns}   # never over a name of yours
@@ -365,7 +370,7 @@ class BoopMagics(Magics):
             raise UsageError(f'`--fix` takes a cell number, as in `[3]`, not {which!r}.')
         nb = self.notebook()
         above = [c for c in self.assistant.cells_above(nb) if c.kind != 'markdown'][-1:]
-        cell = failed_cell(above) or failed_cell(self.recorder.cells()) if which == 'above' else \
+        cell = failed_cell(above) or failed_cell(self.recorder.cells()) or self._failed_before if which == 'above' else \
             failed_cell(self.recorder.cells(), int(which))
         if cell is None:
             print(f'Cell [{which}] did not fail: nothing to fix.' if which != 'above' else 'No cell above failed: nothing to fix.')

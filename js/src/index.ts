@@ -10,7 +10,8 @@
  *                             shown, and its saved reply is kept until what replaces it exists
  *   boopiter-ext:cell-marks   the eye and the pin on every cell (the boop-hide and boop-pin tags), and their commands
  *   boopiter-ext:dry-run      a prompt cell's dry run: command and cell toolbar button, shown in a dialog
- *   boopiter-ext:renderers    the reply, binding, widget-placeholder, dry-run and fault mime renderers
+ *   boopiter-ext:renderers    the reply, binding, widget-placeholder, dry-run and fault mime renderers; an error's
+ *                             "Ask why" (the prompt-cells plugin's command puts `%%prompt --fix` below its cell)
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -36,6 +37,7 @@ import { PREVIEW_RANK, previewRendererFactory } from './dryrun/inline';
 import { dryRunIcon, promptIcon } from './icons';
 import { BrainMenuButton } from './menu/button';
 import { IMenuNotebook } from './menu/panel';
+import { findCell } from './reply/insert';
 import { bindingRendererFactory, REPLY_RANK, replyRendererFactory, WIDGET_RANK, widgetPlaceholderFactory } from './reply/renderers';
 
 export const INSERT_PROMPT = 'boopiter:insert-prompt';
@@ -43,6 +45,9 @@ export const OPEN_MENU = 'boopiter:open-menu';
 export const TOGGLE_HIDE = 'boopiter:toggle-hide';
 export const TOGGLE_PIN = 'boopiter:toggle-pin';
 export const DRY_RUN = 'boopiter:dry-run';
+export const ASK_ERROR = 'boopiter:ask-about-error';
+/** The prompt cell an error's "Ask why" puts below its cell: the kernel names the failure (`%%prompt --fix`). */
+export const FIX_PROMPT = '%%prompt --fix\nWhy did the cell above fail, and how do I fix it?';
 export const MENU_ITEM = 'boopiter-menu';
 const CATEGORY = 'Notebook Operations';
 
@@ -159,6 +164,25 @@ const promptCells: JupyterFrontEndPlugin<void> = {
       }
     });
     palette?.addItem({ command: INSERT_PROMPT, category: CATEGORY });
+    app.commands.addCommand(ASK_ERROR, {
+      label: 'Ask Why the Cell Failed',
+      caption: 'Put a prompt cell below the cell that failed, asking why and how to fix it, and run it',
+      isEnabled: () => !!tracker.currentWidget,
+      execute: async args => {
+        const panel = targetPanel(tracker, args);
+        const cell = targetCell(panel, args);
+        if (!panel || !cell) {
+          return;
+        }
+        const nb = panel.content;
+        nb.activeCellIndex = nb.widgets.indexOf(cell);
+        const channel = channels.get(panel);
+        const prompt = await insertPromptCell(panel, () => loadInNotebook(panel, channel), FIX_PROMPT, false);
+        if (prompt) {
+          await NotebookActions.run(nb, panel.sessionContext); // boopiter is loaded first if it is not (`promptScheduled`)
+        }
+      }
+    });
     // a cell that becomes a prompt (or stops being one) shows or hides the dry-run button of the cell toolbar
     const promptChanged = () => {
       if (app.commands.hasCommand(DRY_RUN)) {
@@ -304,6 +328,12 @@ const renderers: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [IRenderMimeRegistry, INotebookTracker],
   activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, tracker: INotebookTracker) => {
+    const askWhy = (from: HTMLElement) => {
+      const target = findCell(tracker, from);
+      if (target && app.commands.hasCommand(ASK_ERROR)) {
+        void app.commands.execute(ASK_ERROR, { notebook: target.panel.id, cellId: target.cell.model.id });
+      }
+    };
     rendermime.addFactory(replyRendererFactory(tracker), REPLY_RANK);
     rendermime.addFactory(bindingRendererFactory, REPLY_RANK);
     const openMenu = (from: HTMLElement) => {
@@ -314,7 +344,8 @@ const renderers: JupyterFrontEndPlugin<void> = {
     };
     rendermime.addFactory(widgetPlaceholderFactory(openMenu), WIDGET_RANK);
     rendermime.addFactory(previewRendererFactory, PREVIEW_RANK); // %%prompt --dry-run in a cell, as the dialog shows it
-    rendermime.addFactory(faultRendererFactory, FAULT_RANK); // boopiter's faults as paragraphs; other errors as ever
+    rendermime.addFactory(faultRendererFactory(askWhy), FAULT_RANK); // boopiter's faults as paragraphs; other errors
+    // as ever, with "Ask why"
   }
 };
 

@@ -53,3 +53,19 @@ export function drawFault(host: HTMLElement, fault: IFault): HTMLElement {
   return box;
 }
 
+
+export const ASK_WHY = 'Ask why';
+
+/** What asking about an error does: given the rendered error's node, put the prompt cell below its cell. */
+export type AskAboutError = (node: HTMLElement) => void;
+
+/** The "Ask why" button under an error that is not boopiter's: a question about it, in a prompt cell below its cell. */
+export function askButton(host: HTMLElement, ask: AskAboutError): HTMLButtonElement {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.className = 'boop-AskWhy';
+  b.textContent = ASK_WHY;
+  b.title = 'Ask the model why this cell failed and how to fix it: a prompt cell below it (%%prompt --fix)';
+  b.addEventListener('click', () => ask(host));
+  return b;
+}

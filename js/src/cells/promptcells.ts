@@ -68,17 +68,23 @@ function startsPrompt(cell: Cell): boolean {
 }
 
 /**
- * Insert a prompt cell below the active cell and put the cursor on its second line, in edit mode; `inserted()` runs
- * right after the insertion, before the cursor moves (the first prompt cell's load cell goes in above it there).
+ * Insert a prompt cell (`source`) below the active cell and put the cursor on its second line, in edit mode (unless
+ * `edit` is false); `inserted()` runs right after the insertion, before the cursor moves (the first prompt cell's load
+ * cell goes in above it there).
  */
-export async function insertPromptCell(panel: NotebookPanel, inserted: () => void = () => undefined): Promise<Cell | null> {
+export async function insertPromptCell(
+  panel: NotebookPanel,
+  inserted: () => void = () => undefined,
+  source: string = PROMPT_TEMPLATE,
+  edit = true
+): Promise<Cell | null> {
   const nb = panel.content;
   const model = nb.model;
   if (!model || nb.model?.readOnly) {
     return null;
   }
   const at = nb.widgets.length ? nb.activeCellIndex + 1 : 0;
-  model.sharedModel.insertCell(at, { cell_type: 'code', source: PROMPT_TEMPLATE, metadata: { trusted: true } });
+  model.sharedModel.insertCell(at, { cell_type: 'code', source, metadata: { trusted: true } });
   nb.deselectAll();
   nb.activeCellIndex = at;
   inserted(); // the active cell stays the prompt cell, wherever it is now
@@ -86,6 +92,9 @@ export async function insertPromptCell(panel: NotebookPanel, inserted: () => voi
   const cell = nb.widgets[index];
   await nb.scrollToItem(index, 'auto');
   await cell.ready;
+  if (!edit) {
+    return cell;
+  }
   nb.mode = 'edit';
   const editor = cell.editor;
   if (editor) {

@@ -63,3 +63,16 @@ describe('a fault or menu line from generated hostile text', () => {
     expect(codes).toBeGreaterThan(50);
   }, 60_000);
 });
+
+describe('an error that is not boopiter\'s', () => {
+  it('gets an "Ask why" button that asks about the node it is drawn in', async () => {
+    const { ASK_WHY, askButton } = await import('../../src/cells/fault');
+    const host = document.createElement('div');
+    const asked: HTMLElement[] = [];
+    const button = askButton(host, node => asked.push(node));
+    expect([button.textContent, button.type, button.className]).toEqual([ASK_WHY, 'button', 'boop-AskWhy']);
+    button.click();
+    button.click();
+    expect(asked).toEqual([host, host]);
+  });
+});
