@@ -102,7 +102,8 @@ def test_scripted_models_give_the_seed_scorecard(srv, clients, tmp_path):
     png = res.chart(tmp_path/'bench.png')
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 10_000
     saved = json.loads(res.save(tmp_path/'bench.json').read_text())
-    assert list(saved) == ['format', 'version', 'date', 'hardware', 'ollama', 'max_rounds', 'lenient', 'cancelled', 'tasks', 'models']
+    assert list(saved) == ['format', 'version', 'date', 'hardware', 'ollama', 'max_rounds', 'lenient', 'cancelled', 'think',
+                           'tasks', 'models']
     assert (saved['format'], saved['version'], saved['ollama'], saved['hardware']) == ('boopiter-bench-result', 1, '0.12.6', 'test box')
     assert list(saved['tasks']) == ['source', 'tools', 'side_effects', 'items'] and saved['tasks']['side_effects'] == ['create_ticket']
     m = saved['models'][1]
@@ -309,3 +310,24 @@ def test_a_task_file_cannot_offer_the_kernels_or_the_systems_callables(tmp_path)
 def test_code_nested_past_the_parsers_limits_calls_nothing(code):
     from boopiter_ext.tools.scorecard import _calls
     assert _calls(code) == [] and _calls('f(1)\n') == [('f', 'f(1)')]
+
+
+def test_the_keyword_router_arm_and_citations_are_scored():
+    "Seed 001: a keyword router's right tools on the shipped set (no model), and whether an answer cites what it read."
+    from boopiter_ext.tools.scorecard import BenchResult, ModelRun, TaskRow, _cited, keyword_router, load_tasks
+    from boopiter_ext.tools.loop import Step
+    ts = load_tasks(None)
+    picks = {t.id: keyword_router(t.question) for t in ts.tasks}
+    assert picks['t3'] == ['search_docs', 'calculator'] and picks['t6'] == ['create_ticket'] and picks['t9'] == []
+    right = sum(set(picks[t.id]) == set(t.expect) for t in ts.tasks)
+    text = BenchResult(ts, [ModelRun('m')], 'box', 'today', think='h').table()
+    assert f'A keyword router (no model: rules written after reading these questions) gets {right}/9 right tools' in text
+    assert 'up to 4 rounds each, think h' in text
+    read = [Step(1, "search_docs('x')", 'ok', '[battery.md]\n# Battery\n...', name='search_docs')]
+    assert _cited(read, 'It lasts 9 months [battery.md].') is True and _cited(read, 'It lasts 9 months.') is False
+    assert _cited([Step(1, "calculator('1+1')", 'ok', '2', name='calculator')], '2') is None   # nothing to cite
+    refused = [Step(1, "search_docs('x')", 'refused', '[battery.md]', name='search_docs')]
+    assert _cited(refused, 'battery.md') is None   # only what ran was read
+    row = TaskRow('m', 't1', ['search_docs'], True, True, 0, 0, 0, 1, 1.0, 3, None, 'answered', cited=True)
+    table = BenchResult(ts, [ModelRun('m', rows=[row])], 'box', 'today').table()
+    assert [line.split() for line in table.splitlines() if 'cites' in line] == [['cites', 'when', 'it', 'searched', '1/1']]

@@ -488,7 +488,7 @@ class BoopMagics(Magics):
         except ValueError: return Path(path).name
 
     def _boop_bench(self, arg):
-        """`%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient]`: the scorecard as a table and a chart,
+        """`%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient] [--think L]`: the scorecard as a table and a chart,
         and a JSON result file (`PREFIX.json`, `PREFIX.png`; by default `bench-<time>` next to the notebook)."""
         import argparse, shlex, time
         from ..context.build import SYSTEM_PROMPT
@@ -498,11 +498,13 @@ class BoopMagics(Magics):
         p.add_argument('--tasks')
         p.add_argument('--out')
         p.add_argument('--lenient', action='store_true')
-        usage = 'usage: `%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient]`.'
+        p.add_argument('--think', choices=THINK_LEVELS)
+        usage = 'usage: `%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient] [--think l|m|h|off]`.'
         try: args, extra = p.parse_known_args(shlex.split(arg))
         except (argparse.ArgumentError, ValueError) as e: raise UsageError(f'{e}; {usage}') from None
         if extra: raise UsageError(f'unknown `{" ".join(extra)}`; {usage}')
-        nb, s = self.notebook(), self.settings(nb=self.notebook())
+        nb = self.notebook()
+        s = self.settings(dict(think=args.think) if args.think else None, nb)   # every model asked with that effort
         models = [m.strip() for m in args.models.split(',') if m.strip()] or [self.assistant.answering_model(s)[0]]
         out = Path(args.out or (folder(nb) or Path.cwd())/f'bench-{time.strftime("%Y%m%d-%H%M%S")}')
         def progress(row): print(f'{row.model:<24} {row.task:<4} {"ok" if row.right else "XX"}  {row.seconds:5.1f} s'
@@ -510,7 +512,7 @@ class BoopMagics(Magics):
         res = run_bench(models, **router_clients(self.router, s), tasks=args.tasks, namespace=self.shell.user_ns,
                         max_rounds=s['max_rounds'], lenient=args.lenient or s['lenient'], on_progress=progress,
                         system='\n\n'.join(p for p in (SYSTEM_PROMPT, s['system_prompt']) if p),
-                        ollama=ollama_version(self.router, s))
+                        ollama=ollama_version(self.router, s), think=args.think)
         if self.kernel:
             from IPython.display import Image, Markdown, display
             from ..render.sanitize import safe_markdown

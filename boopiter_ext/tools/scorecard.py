@@ -20,7 +20,7 @@ Task file format (JSON): {"format": "boopiter-bench-tasks", "version": 1, "tools
 
 __all__ = ['TASKS_FORMAT', 'RESULT_FORMAT', 'DEFAULT_TASKS', 'BenchError', 'Task', 'TaskSet', 'TaskRow', 'ModelRun',
            'BenchResult', 'default_tools', 'load_tasks', 'run_bench', 'router_clients', 'ollama_version',
-           'hardware_note', 'load_result']
+           'hardware_note', 'load_result', 'keyword_router', 'ROUTER_RULES']
 
 import ast, builtins, json, operator, os, platform, re
 from dataclasses import dataclass, field
@@ -121,6 +121,23 @@ def default_tools(
         return f'Opened ticket {tickets[-1]["id"]} (severity {severity}): {summary}'
 
     return dict(search_docs=search_docs, calculator=calculator, list_documents=list_documents, create_ticket=create_ticket)
+
+
+# ---- seed 001's arm A: a keyword router picks the tools, for free and deterministically
+
+ROUTER_RULES = {   # tool -> the words in a question that make the router pick it (the shipped tools only)
+    'search_docs': r'\b(why|battery|status ring|mean time|summari[sz]e|ticket \d+)\b',
+    'calculator': r'\d\s*%|\bhow many\b|\d\s*[-+*/]\s*\d',
+    'list_documents': r'\bwhich documents\b|\blist\b[^.?!]*\bdocuments\b',
+    'create_ticket': r'\b(open|create|file)\b[^.?!]{0,20}\bticket\b',
+}
+
+
+def keyword_router(
+    question:str,   # A task's question
+)->list:            # The shipped tools whose rule matches it, in `ROUTER_RULES` order
+    "The tools a keyword router picks for `question`: no model, microseconds, the same answer every time."
+    return [n for n,rx in ROUTER_RULES.items() if re.search(rx, question, re.I)]
 
 
 # ---- task sets
@@ -263,6 +280,7 @@ class TaskRow:
     tickets: list = field(default_factory=list)   # Tickets the built-in `create_ticket` opened
     answer: str = ''     # The last reply's answer (clipped)
     steps: list = field(default_factory=list)     # Every call: round, source, status, name, flags, result (clipped)
+    cited: bool = None   # Whether the answer names a source a tool's output labelled (`[file]`); None: none was read
 
     def as_dict(self)->dict: return dict(self.__dict__)
 
@@ -299,6 +317,16 @@ def _clip(s, n): return s if len(s) <= n else s[:n] + f'… [{len(s) - n:,} more
 def _step_dict(s): return dict(s.as_dict(), result=_clip(s.result, 600)) if s.result else s.as_dict()
 
 
+_LABEL = re.compile(r'^\[([^\]\n]{1,200})\]$', re.M)   # a source's label on a line of its own, as search_docs writes it
+
+
+def _cited(steps, answer)->bool|None:
+    """Whether the answer names a source that a tool which ran labelled in its output (`[battery.md]`); None when no
+    output labelled one (seed 001's "cites when it searched": what a model says of its sources is not evidence)."""
+    sources = {m for s in steps if s.ran for m in _LABEL.findall(s.result or '')}
+    return any(src in answer for src in sources) if sources else None
+
+
 def _row(model, task, tools, res, replies, seconds, tickets)->TaskRow:
     "Score one loop result against the task."
     steps = res.steps + _ghosts(res, tools)
@@ -313,7 +341,8 @@ def _row(model, task, tools, res, replies, seconds, tickets)->TaskRow:
                    len(replies), round(seconds, 3), sum(r.completion_tokens for r in done),
                    round(sum(r.completion_tokens for r in rated) / gen, 1) if gen else None,
                    res.stop, None if res.error is None else f'{type(res.error).__name__}: {res.error}', list(tickets),
-                   _clip(res.reply.answer, 2000) if res.reply is not None else '', [_step_dict(s) for s in steps])
+                   _clip(res.reply.answer, 2000) if res.reply is not None else '', [_step_dict(s) for s in steps],
+                   _cited(steps, res.reply.answer if res.reply is not None else ''))
 
 
 def _run_task(model, task, tset, chat, system, tickets, confirm, **kw)->TaskRow:
@@ -356,7 +385,8 @@ class ModelRun:
                     tickets=sum(len(r.tickets) for r in rs), trips=sum(r.trips for r in rs),
                     seconds=round(sum(r.seconds for r in rs), 3), tokens=sum(r.tokens for r in rs),
                     tokens_per_s=round(tokens / sum(gen), 1) if gen and sum(gen) else None,
-                    failed=sum(r.stop == 'failed' for r in rs))
+                    failed=sum(r.stop == 'failed' for r in rs), cited=sum(r.cited is True for r in rs),
+                    searched=sum(r.cited is not None for r in rs))
 
     def claim(self)->str:
         "What its metadata claims: its capabilities, and plainly when `tools` is not among them."
@@ -384,6 +414,7 @@ class BenchResult:
     max_rounds: int = 4
     lenient: bool = False
     cancelled: bool = False
+    think: str = None       # The reasoning effort asked, when one was
 
     def code(self, names:list)->str:
         "The letters for `names` (the task set's order, `?` for a name it does not offer), or `-` for none."
@@ -401,17 +432,26 @@ class BenchResult:
         legend = '  '.join(f'{lt[n]} {n}' + '*' * (n in self.tasks.side_effects) for n in self.tasks.tools)
         where = ' · '.join(p for p in (self.hardware, self.ollama and f'Ollama {self.ollama}', self.date) if p)
         return [f'boopiter bench: {len(self.tasks.tasks)} tasks ({self.tasks.source}), {len(self.runs)} models, '
-                f'up to {self.max_rounds} rounds each{", lenient" if self.lenient else ""}' +
+                f'up to {self.max_rounds} rounds each{", lenient" if self.lenient else ""}'
+                f'{f", think {self.think}" if self.think else ""}' +
                 (' - interrupted, partial results' if self.cancelled else ''), where, '',
                 'Tasks, and the tools a correct run proposes'] + \
                [f'  {t.id:<{self._w}}{self.code(t.expect):<4}{t.question}' for t in self.tasks.tasks] + \
-               [f'  {legend}  ? a tool that was not offered{side}']
+               [f'  {legend}  ? a tool that was not offered{side}'] + self._router_line()
+
+    def _router_line(self)->list:
+        "Seed 001's arm A, for the shipped task set: what a keyword router gets right, with no model at all."
+        if set(self.tasks.tools) != set(ROUTER_RULES) or self.tasks.funcs: return []
+        right = sum(set(keyword_router(t.question)) == set(t.expect) for t in self.tasks.tasks)
+        return ['', f'A keyword router (no model: rules written after reading these questions) gets {right}/'
+                    f'{len(self.tasks.tasks)} right tools, in microseconds.']
 
     def _totals_rows(self)->list:
         "(label, [value per model]) for the totals block."
         ts = [r.totals() for r in self.runs]
         rows = [('right tools', [_frac(t['right'], t['tasks']) for t in ts]),
                 ('first call valid', [_frac(t['first_valid'], t['called']) for t in ts]),
+                ('cites when it searched', [_frac(t['cited'], t['searched']) for t in ts]),
                 ('calls a guard stopped', [t['guard_stops'] for t in ts]),
                 ('flagged tool outputs', [t['flagged'] for t in ts]),
                 ('tool crashes', [t['crashed'] for t in ts]),
@@ -492,7 +532,7 @@ class BenchResult:
         "The result as a JSON-ready dict, keys in a fixed order."
         ts = self.tasks
         return dict(format=RESULT_FORMAT, version=1, date=self.date, hardware=self.hardware, ollama=self.ollama,
-                    max_rounds=self.max_rounds, lenient=self.lenient, cancelled=self.cancelled,
+                    max_rounds=self.max_rounds, lenient=self.lenient, cancelled=self.cancelled, think=self.think,
                     tasks=dict(source=ts.source, tools=ts.tools, side_effects=ts.side_effects,
                                items=[dict(t.__dict__) for t in ts.tasks]),
                     models=[dict(model=r.model, claims=r.claims, info_error=r.info_error, totals=r.totals(),
@@ -513,7 +553,8 @@ class BenchResult:
         t = d['tasks']
         ts = TaskSet([Task(**x) for x in t['items']], t['tools'], {}, t['source'], t['side_effects'])
         runs = [ModelRun(m['model'], m['claims'], m['info_error'], [TaskRow(**r) for r in m['rows']]) for m in d['models']]
-        return cls(ts, runs, d['hardware'], d['date'], d['ollama'], d['max_rounds'], d['lenient'], d['cancelled'])
+        think = d.get('think') if d.get('think') in ('l', 'm', 'h', 'off') else None   # a file's: checked
+        return cls(ts, runs, d['hardware'], d['date'], d['ollama'], d['max_rounds'], d['lenient'], d['cancelled'], think)
 
 
 def load_result(
@@ -540,6 +581,7 @@ def run_bench(
     after_model=None,     # after_model(model) once its tasks ran, e.g. to unload it
     hardware:str=None,    # The machine, as noted; None: `hardware_note()`
     ollama:str=None,      # The Ollama version, noted when given
+    think:str=None,       # The reasoning effort `chat` asks with, noted in the result
 )->BenchResult:
     "Run every task against every model; a fault is recorded in its row and the bench goes on; an interrupt ends it."
     tset, runs, stop = load_tasks(tasks, namespace), [], False
@@ -559,7 +601,7 @@ def run_bench(
         if after_model: after_model(model)
         if stop: break
     return BenchResult(tset, runs, hardware_note() if hardware is None else hardware,
-                       datetime.now().astimezone().isoformat(timespec='seconds'), ollama, max_rounds, lenient, stop)
+                       datetime.now().astimezone().isoformat(timespec='seconds'), ollama, max_rounds, lenient, stop, think)
 
 
 # ---- through boopiter's own router, and the machine
