@@ -199,6 +199,7 @@ def test_the_seeds_names_work_as_its_docs_say(public, srv):
     srv.script('The sum of 47 and 23 is 70.')
     content, details = public.prompt_llm("What's 47 + 23?", MODEL)
     assert content == 'The sum of 47 and 23 is 70.' and details.startswith('<details>') and MODEL in details
+    assert 'picked by the call' in details
     srv.script('Hi there')
     events = list(public.stream_llm_reply('Say hi', MODEL))
     assert ''.join(e[1] for e in events if e[0] == 'delta') == 'Hi there'

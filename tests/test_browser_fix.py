@@ -34,6 +34,8 @@ def test_an_errors_ask_why_puts_a_fix_prompt_below_it_and_the_reply_answers_it(a
     cells(page).nth(2).get_by_role('button', name='Insert and run').click()   # the fix, as a cell of its own, run
     until(page, app, f"{sources}.length === 4 && {PANEL}.content.widgets[3].model.executionCount !== null", 'the fix ran')
     assert page.evaluate(f'() => {sources}')[3] == "prices['coffee'] = 4"
+    assert 'boop-mod-model' in cells(page).nth(3).get_attribute('class')   # the model's code, marked as such
     save(page)
     saved = read(path)
     assert saved.cells[2].source.startswith('%%prompt --fix') and saved.cells[2].outputs
+    assert saved.cells[3].metadata.get('tags') == ['boop-model'] and 'boop-model' not in saved.cells[1].metadata.get('tags', [])

@@ -422,3 +422,11 @@ def test_a_cell_hidden_since_it_ran_is_hidden_in_the_context_and_its_record_is_l
     cur = Cell('%%prompt\nq', 'prompt', cell_id='p2')
     [got] = order_cells([ran, cur], saved, cur)
     assert HIDE_TAG in got.tags and ran.tags == ('setup',)
+
+
+def test_a_cell_of_the_models_code_is_marked_so_to_the_model():
+    "A reply's Insert tags its cell `boop-model`: the model reads it as code an earlier reply wrote, not the user's own."
+    from boopiter_ext.context.build import MODEL_TAG, cell_text
+    mine, its = Cell('x = 1', exec_count=3), Cell('x = 2', exec_count=4, tags=(MODEL_TAG,))
+    assert cell_text(mine)[0].startswith('In [3]:\n')
+    assert cell_text(its)[0].startswith('In [4] (code from an earlier reply of the assistant, put in the notebook):\n')

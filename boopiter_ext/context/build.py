@@ -19,7 +19,7 @@ images) in large steps, on a grid fixed from the notebook's start, not one at a 
 """
 
 __all__ = ['Cell', 'is_prompt', 'is_own', 'prompt_text', 'reply_text', 'order_cells', 'clip', 'cell_text', 'fenced',
-           'build_context', 'context_window', 'estimate_tokens', 'cell_tags', 'SYSTEM_PROMPT', 'HIDE_TAG', 'PIN_TAG',
+           'build_context', 'context_window', 'estimate_tokens', 'cell_tags', 'SYSTEM_PROMPT', 'HIDE_TAG', 'PIN_TAG', 'MODEL_TAG',
            'Hidden', 'hidden_parts', 'bound_names', 'is_hidden', 'adds_nothing']
 
 import ast, dataclasses, functools, json, re
@@ -36,6 +36,7 @@ _ANSI = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
 _TEXT_MIMES = ('text/markdown', 'text/plain', 'text/html', 'application/json', 'text/latex')
 _OWN_LINE = re.compile(r'\s*(%(load_ext|reload_ext)\s+boopiter_ext|%boop\b|%config\s+BoopMagics\b)')
 HIDE_TAG, PIN_TAG = 'boop-hide', 'boop-pin'   # cell tags: never sent; never dropped to fit the window
+MODEL_TAG = 'boop-model'   # cell tag: the cell holds code a reply wrote (the extension's Insert), marked so to the model
 
 
 @dataclass
@@ -289,6 +290,7 @@ def cell_text(
         lines, imgs = _markdown_parts(cell.source, cell.attachments, root, pick, where)
         return '\n'.join([f'Markdown note:\n{without_data_urls(cell.source.strip())}', *lines]), imgs, False
     label = f'In [{cell.exec_count}]' if cell.exec_count else 'Code cell'
+    if MODEL_TAG in cell.tags: label += ' (code from an earlier reply of the assistant, put in the notebook)'
     out, imgs, clipped, streams = [], [], False, ''
     outputs = [o for o in cell.outputs if isinstance(o, dict) and not _meta(o).get('boopiter')]
     for o in outputs + [{}]:

@@ -189,7 +189,8 @@ class Question:
         msgs, ledger = a.context(asked, s, p['info'], cells, self.tools, folder(nb), model=p['model'])
         if self.images: msgs[-1] = {**msgs[-1], 'content': [*self.images, {'type': 'text', 'text': msgs[-1]['content']}]
                                     if isinstance(msgs[-1]['content'], str) else [*self.images, *msgs[-1]['content']]}
-        route = dict(p['route'], note='', cell_id=None)
+        by = 'the call' if p['route'].get('picked_by') == 'cell option' else p['route'].get('picked_by')   # `model=`
+        route = dict(p['route'], note='', cell_id=None, picked_by=by)
         return dict(msgs=msgs, ledger=ledger, route=route)
 
     def _reply(self, msgs, ledger, route, stopper, on_update=None, user_text=None):

@@ -13,7 +13,7 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { CellFollower } from './cellfollower';
 import { eyeIcon, eyeOffIcon, pinIcon } from '../icons';
 import { flipTag, IMarkIcons, IUndoableNotebook, MarksControl, oneUndoStep } from './marks';
-import { HIDE_TAG, PIN_TAG, tagList } from './tags';
+import { HIDE_TAG, MODEL_TAG, PIN_TAG, tagList } from './tags';
 
 const ICONS: IMarkIcons = {
   hideOff: () => eyeIcon.element({ tag: 'span' }),
@@ -23,6 +23,7 @@ const ICONS: IMarkIcons = {
 
 export const HIDDEN_CLASS = 'boop-mod-hidden';
 export const PINNED_CLASS = 'boop-mod-pinned';
+export const MODEL_CLASS = 'boop-mod-model';
 
 /** The marks of one notebook view: every code and Markdown cell gets its control, kept in step with its tags. */
 export class CellMarks extends CellFollower<Cell> {
@@ -52,6 +53,7 @@ function watchMarks(panel: NotebookPanel, cell: Cell): () => void {
     control.update(tags);
     cell.toggleClass(HIDDEN_CLASS, tags.includes(HIDE_TAG));
     cell.toggleClass(PINNED_CLASS, tags.includes(PIN_TAG));
+    cell.toggleClass(MODEL_CLASS, tags.includes(MODEL_TAG));
   };
   const onMetadata = (_: unknown, change: { key: string }) => {
     if (change.key === 'tags') {

@@ -1,9 +1,10 @@
 /**
- * The two cell tags boopiter reads (pure: unit-tested on a model stub). They live in the cell's
+ * The cell tags boopiter reads (pure: unit-tested on a model stub). They live in the cell's
  * `metadata.tags`, so every frontend and a headless run read them too (`boopiter_ext/context/build.py`):
  *
  *   boop-hide   the cell is never sent to the model, and reaches none of its tools
  *   boop-pin    the cell is never dropped to fit the context window
+ *   boop-model  the cell holds code a reply wrote (its Insert): marked so here, and in what the model reads
  *
  * They are changed only through the cell model's metadata API, so the change is undoable and marks the
  * notebook dirty like any other edit.
@@ -11,6 +12,8 @@
 
 export const HIDE_TAG = 'boop-hide';
 export const PIN_TAG = 'boop-pin';
+/** A cell a reply's Insert or Insert and run made: the model's code, marked so in the notebook and in its context. */
+export const MODEL_TAG = 'boop-model';
 export type BoopTag = typeof HIDE_TAG | typeof PIN_TAG;
 
 /** What the tags need of a cell model (`ICellModel` has it). */

@@ -5,6 +5,7 @@
 
 import { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { MODEL_TAG } from '../cells/tags';
 
 export interface ICellTarget {
   panel: NotebookPanel;
@@ -68,7 +69,8 @@ export async function insertBelow(target: ICellTarget, code: string, run: boolea
       index = j + 1;
     }
   }
-  model.sharedModel.insertCell(index, { cell_type: 'code', source: code, metadata: { trusted: true } });
+  // the model's code, marked so (`MODEL_TAG`): in the notebook, and in what the model reads of it later
+  model.sharedModel.insertCell(index, { cell_type: 'code', source: code, metadata: { trusted: true, tags: [MODEL_TAG] } });
   const inserted = nb.widgets[index];
   lastInserted.set(cell.model, inserted.model.id);
   nb.deselectAll();
