@@ -3,7 +3,7 @@ same system-wide settings file (a JupyterHub's), prompt one shared Ollama endpoi
 come back exact, to the kernel that asked (no cross-talk), and none may be lost. The server streams each reply in
 pieces, slowly enough that the 20 streams interleave."""
 
-import re, threading, time
+import re, time
 from concurrent.futures import ThreadPoolExecutor
 import pytest
 from ollama_server import OllamaTestServer, Reply, split_pieces
@@ -19,16 +19,8 @@ def answer(token): return f'Kernel {token}, here is your answer:\n\n- one\n- two
 
 class EchoServer(OllamaTestServer):
     "The test server, answering each chat with a reply made from the token its question carries (so who gets what shows)."
-    def __init__(self):
-        super().__init__()
-        self._asking = threading.local()   # the request body being answered, per handler thread
-
-    def _record(self, req):
-        self._asking.body = req.json
-        super()._record(req)
-
-    def _next_reply(self):
-        messages = (getattr(self._asking, 'body', None) or {}).get('messages') or [{}]
+    def _next_reply(self, body=None):
+        messages = (body or {}).get('messages') or [{}]
         found = TOKEN.search(str(messages[-1].get('content')))
         return Reply(split_pieces(answer(found.group(0)) if found else 'no token'), delay=0.01)
 
