@@ -284,6 +284,8 @@ def test_boop_bench_in_a_notebook_shows_the_table_and_the_chart_and_saves_the_re
     assert 'saved: ' in res.text
     bad = kernel.run('%boop bench --models qwen3:1.7b --nonsense')
     assert bad.status == 'error' and 'unknown `--nonsense`' in bad.text
+    bad = kernel.run('%boop bench --models qwen3:1.7b --lenient maybe')
+    assert bad.status == 'error' and "invalid choice: 'maybe'" in bad.text and '[--lenient [both]]' in bad.text
 
 
 def test_long_task_ids_keep_the_table_aligned(tmp_path):
@@ -331,3 +333,28 @@ def test_the_keyword_router_arm_and_citations_are_scored():
     row = TaskRow('m', 't1', ['search_docs'], True, True, 0, 0, 0, 1, 1.0, 3, None, 'answered', cited=True)
     table = BenchResult(ts, [ModelRun('m', rows=[row])], 'box', 'today').table()
     assert [line.split() for line in table.splitlines() if 'cites' in line] == [['cites', 'when', 'it', 'searched', '1/1']]
+
+
+def test_strict_and_lenient_side_by_side(tmp_path):
+    "Seed 001's '...with --lenient': each model runs the tasks strict, then lenient; a call written as JSON counts there."
+    import json as j
+    from boopiter_ext.models.stream import Reply
+    from boopiter_ext.tools.scorecard import load_result, run_bench
+    def chat(model, messages):   # writes its call as JSON text, then answers with what it got
+        r = Reply(model)
+        last = str(messages[-1]['content'])
+        r.add_content('409.5.' if 'Results of the calls' in last else
+                      j.dumps({'name': 'calculator', 'arguments': {'expression': '2340 * 0.175'}}))
+        r.finish('done', dict(finish_reason='stop'))
+        return r
+    res = run_bench(['m'], chat, tasks=dict(format='boopiter-bench-tasks', version=1, tools='default',
+                                            tasks=[dict(id='t2', question='What is 17.5% of 2340?', expect=['calculator'])]),
+                    lenient='both', hardware='box')
+    [run] = res.runs
+    assert [r.right for r in run.rows] == [False] and [r.right for r in run.lenient_rows] == [True]
+    totals = {line.split('  ')[1].strip(): line.split()[-1] for line in res.table().splitlines()
+              if line.startswith('  right tools') or line.startswith('  ...with --lenient')}
+    assert totals == {'right tools': '0/1', '...with --lenient': '1/1'}
+    assert 'strict and lenient' in res.table().splitlines()[0]
+    again = load_result(res.save(tmp_path/'r.json'))
+    assert again.table() == res.table() and [r.right for r in again.runs[0].lenient_rows] == [True]

@@ -497,9 +497,9 @@ class BoopMagics(Magics):
         p.add_argument('--models', default='')
         p.add_argument('--tasks')
         p.add_argument('--out')
-        p.add_argument('--lenient', action='store_true')
+        p.add_argument('--lenient', nargs='?', const='on', choices=['on', 'both'])
         p.add_argument('--think', choices=THINK_LEVELS)
-        usage = 'usage: `%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient] [--think l|m|h|off]`.'
+        usage = 'usage: `%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient [both]] [--think l|m|h|off]`.'
         try: args, extra = p.parse_known_args(shlex.split(arg))
         except (argparse.ArgumentError, ValueError) as e: raise UsageError(f'{e}; {usage}') from None
         if extra: raise UsageError(f'unknown `{" ".join(extra)}`; {usage}')
@@ -510,7 +510,8 @@ class BoopMagics(Magics):
         def progress(row): print(f'{row.model:<24} {row.task:<4} {"ok" if row.right else "XX"}  {row.seconds:5.1f} s'
                                  + (f'  {row.error}' if row.error else ''), flush=True)
         res = run_bench(models, **router_clients(self.router, s), tasks=args.tasks, namespace=self.shell.user_ns,
-                        max_rounds=s['max_rounds'], lenient=args.lenient or s['lenient'], on_progress=progress,
+                        max_rounds=s['max_rounds'], on_progress=progress,
+                        lenient='both' if args.lenient == 'both' else bool(args.lenient or s['lenient']),
                         system='\n\n'.join(p for p in (SYSTEM_PROMPT, s['system_prompt']) if p),
                         ollama=ollama_version(self.router, s), think=args.think)
         if self.kernel:

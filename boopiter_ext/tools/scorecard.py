@@ -374,6 +374,7 @@ class ModelRun:
     claims: list = None     # Its capabilities as the server states them; None when not stated
     info_error: str = None  # Why they could not be read
     rows: list = field(default_factory=list)
+    lenient_rows: list = None   # The same tasks again with lenient recovery (`lenient='both'`), side by side
 
     def totals(self)->dict:
         "The scorecard's totals for this model."
@@ -412,7 +413,7 @@ class BenchResult:
     date: str = ''
     ollama: str = None      # The Ollama server's version, when a model ran there
     max_rounds: int = 4
-    lenient: bool = False
+    lenient: object = False   # True, False, or 'both' (strict and lenient side by side)
     cancelled: bool = False
     think: str = None       # The reasoning effort asked, when one was
 
@@ -432,7 +433,8 @@ class BenchResult:
         legend = '  '.join(f'{lt[n]} {n}' + '*' * (n in self.tasks.side_effects) for n in self.tasks.tools)
         where = ' · '.join(p for p in (self.hardware, self.ollama and f'Ollama {self.ollama}', self.date) if p)
         return [f'boopiter bench: {len(self.tasks.tasks)} tasks ({self.tasks.source}), {len(self.runs)} models, '
-                f'up to {self.max_rounds} rounds each{", lenient" if self.lenient else ""}'
+                f'up to {self.max_rounds} rounds each{", lenient" if self.lenient is True else ""}'
+                f'{", strict and lenient" if self.lenient == "both" else ""}'
                 f'{f", think {self.think}" if self.think else ""}' +
                 (' - interrupted, partial results' if self.cancelled else ''), where, '',
                 'Tasks, and the tools a correct run proposes'] + \
@@ -449,16 +451,19 @@ class BenchResult:
     def _totals_rows(self)->list:
         "(label, [value per model]) for the totals block."
         ts = [r.totals() for r in self.runs]
-        rows = [('right tools', [_frac(t['right'], t['tasks']) for t in ts]),
-                ('first call valid', [_frac(t['first_valid'], t['called']) for t in ts]),
-                ('cites when it searched', [_frac(t['cited'], t['searched']) for t in ts]),
-                ('calls a guard stopped', [t['guard_stops'] for t in ts]),
-                ('flagged tool outputs', [t['flagged'] for t in ts]),
-                ('tool crashes', [t['crashed'] for t in ts]),
-                ('tickets opened', [t['tickets'] for t in ts]),
-                ('model round trips', [t['trips'] for t in ts]),
-                ('seconds', [_secs(t['seconds']) for t in ts]),
-                ('tokens/s', [_tps(t['tokens_per_s']) for t in ts])]
+        rows = [('right tools', [_frac(t['right'], t['tasks']) for t in ts])]
+        if any(r.lenient_rows is not None for r in self.runs):   # seed 001: the same models, calls written as text taken
+            rows.append(('...with --lenient', [_frac(sum(x.right for x in r.lenient_rows), len(r.lenient_rows))
+                                               if r.lenient_rows is not None else '' for r in self.runs]))
+        rows += [('first call valid', [_frac(t['first_valid'], t['called']) for t in ts]),
+                 ('cites when it searched', [_frac(t['cited'], t['searched']) for t in ts]),
+                 ('calls a guard stopped', [t['guard_stops'] for t in ts]),
+                 ('flagged tool outputs', [t['flagged'] for t in ts]),
+                 ('tool crashes', [t['crashed'] for t in ts]),
+                 ('tickets opened', [t['tickets'] for t in ts]),
+                 ('model round trips', [t['trips'] for t in ts]),
+                 ('seconds', [_secs(t['seconds']) for t in ts]),
+                 ('tokens/s', [_tps(t['tokens_per_s']) for t in ts])]
         if any(t['failed'] for t in ts): rows.append(('tasks that failed', [t['failed'] for t in ts]))
         return rows + [('claims', [r.claim() for r in self.runs]), ('did', [r.did() for r in self.runs])]
 
@@ -536,7 +541,9 @@ class BenchResult:
                     tasks=dict(source=ts.source, tools=ts.tools, side_effects=ts.side_effects,
                                items=[dict(t.__dict__) for t in ts.tasks]),
                     models=[dict(model=r.model, claims=r.claims, info_error=r.info_error, totals=r.totals(),
-                                 rows=[x.as_dict() for x in r.rows]) for r in self.runs])
+                                 rows=[x.as_dict() for x in r.rows],
+                                 **({} if r.lenient_rows is None else
+                                    dict(lenient_rows=[x.as_dict() for x in r.lenient_rows]))) for r in self.runs])
 
     def save(self,
              path,  # Where to write the JSON result file
@@ -552,9 +559,12 @@ class BenchResult:
             raise BenchError(f'not a boopiter bench result (version 1): it needs "format": "{RESULT_FORMAT}".')
         t = d['tasks']
         ts = TaskSet([Task(**x) for x in t['items']], t['tools'], {}, t['source'], t['side_effects'])
-        runs = [ModelRun(m['model'], m['claims'], m['info_error'], [TaskRow(**r) for r in m['rows']]) for m in d['models']]
+        runs = [ModelRun(m['model'], m['claims'], m['info_error'], [TaskRow(**r) for r in m['rows']],
+                         [TaskRow(**r) for r in m['lenient_rows']] if isinstance(m.get('lenient_rows'), list) else None)
+                for m in d['models']]
         think = d.get('think') if d.get('think') in ('l', 'm', 'h', 'off') else None   # a file's: checked
-        return cls(ts, runs, d['hardware'], d['date'], d['ollama'], d['max_rounds'], d['lenient'], d['cancelled'], think)
+        lenient = d['lenient'] if d['lenient'] in (True, False, 'both') else False
+        return cls(ts, runs, d['hardware'], d['date'], d['ollama'], d['max_rounds'], lenient, d['cancelled'], think)
 
 
 def load_result(
@@ -574,7 +584,8 @@ def run_bench(
     tasks=None,           # A task file's path, its parsed dict or a `TaskSet`; None: the shipped set
     namespace:dict=None,  # Where a task file's own tool names are looked up (the kernel's user namespace)
     max_rounds:int=4,     # Replies one task may take
-    lenient:bool=False,   # Also take calls written as JSON, `<tool_call>` tags or native tool calls
+    lenient=False,        # Also take calls written as JSON, `<tool_call>` tags or native tool calls; 'both': every
+                          # model runs the tasks strict, then lenient, side by side (seed 001's "...with --lenient")
     confirm=None,         # confirm(name, args) for side effects; None: yes to the built-in ticket desk, no to yours
     system:str=SYSTEM_PROMPT,  # The system prompt the tools' descriptions are appended to
     on_progress=None,     # on_progress(row) after each task: a `TaskRow`
@@ -594,10 +605,18 @@ def run_bench(
             break
         except Exception as e: run.info_error = f'{type(e).__name__}: {e}'
         for task in tset.tasks:
-            row = _run_task(model, task, tset, chat, system, tickets, confirm, max_rounds=max_rounds, lenient=lenient)
+            row = _run_task(model, task, tset, chat, system, tickets, confirm, max_rounds=max_rounds,
+                            lenient=lenient is True)
             run.rows.append(row)
             if on_progress: on_progress(row)
             if (stop := row.stop == 'cancelled'): break
+        if lenient == 'both' and not stop:
+            run.lenient_rows = []
+            for task in tset.tasks:
+                row = _run_task(model, task, tset, chat, system, [], confirm, max_rounds=max_rounds, lenient=True)
+                run.lenient_rows.append(row)
+                if on_progress: on_progress(row)
+                if (stop := row.stop == 'cancelled'): break
         if after_model: after_model(model)
         if stop: break
     return BenchResult(tset, runs, hardware_note() if hardware is None else hardware,
