@@ -107,8 +107,8 @@ def _images(images, info, model, max_side)->list:
 
 def _bare(model_id:str)->str:
     "A model's name whoever serves it: `@lab/qwen3` and `qwen3:latest` are both `qwen3:latest`."
-    name = model_id.partition('/')[2] if model_id.startswith('@') else model_id
-    return name if ':' in name.rpartition('/')[2] else name + ':latest'
+    from ..models.routes import ollama_tag, split_endpoint
+    return ollama_tag((split_endpoint(model_id) or (None, model_id))[1])
 
 
 def _servers_of(a, settings, model:str)->list:

@@ -107,21 +107,23 @@ def results_message(steps:list)->dict:
                   + '\n\n'.join(parts) + '\n\nContinue: answer the question, or call another tool if you need one.')
 
 
-def _names_called(code)->set:
-    "The bare names `code` calls anywhere (none if it is not Python)."
-    try: tree = ast.parse(code)
-    except (SyntaxError, ValueError, MemoryError, RecursionError): return set()
-    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+def _parsed(code):
+    "The tree of `code`, or None if it is not Python (nested past the parser's limits too)."
+    try: return ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError): return None
+
+
+def _names_called(tree)->set:
+    "The bare names a tree calls anywhere (none for no tree)."
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)} if tree else set()
 
 
 def _calls_a_tool(code, tools):
     """Whether `code` calls one of `tools` anywhere, or is nothing but calls of bare names that are no builtin (a call
     of a tool that does not exist, `reboot_device(7)`: reported as an unknown tool, seed 001's first guard); else it is
     example code, part of an answer."""
-    try: tree = ast.parse(code)
-    except (SyntaxError, ValueError, MemoryError, RecursionError): return False   # nested past the parser's limits
-    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in tools for n in ast.walk(tree)):
-        return True
+    if (tree := _parsed(code)) is None: return False
+    if _names_called(tree) & set(tools): return True
     return bool(tree.body) and all(isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and
                                    isinstance(st.value.func, ast.Name) and not hasattr(builtins, st.value.func.id)
                                    for st in tree.body)
@@ -244,7 +246,7 @@ def _not_called(blocks, must_call, tools)->str:
     if must_call == '*':
         return '' if blocks else ('You must call one of the tools first: write a python block that calls it. Available: '
                                   + ', '.join(sorted(tools)) + '.')
-    if any(_names_called(b) & {must_call} for b, _ in blocks): return ''
+    if any(must_call in _names_called(_parsed(b)) for b, _ in blocks): return ''
     return f'You must call `{must_call}` first: write a python block that calls it, with its arguments.'
 
 
