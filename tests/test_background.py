@@ -65,7 +65,7 @@ def test_a_prompt_ends_at_once_and_a_cell_runs_while_its_reply_streams_into_it(l
     lab.follow(idle(c))
     took = time.monotonic() - asked
     assert lab.seen[c].text == '42\n' and took < 1, took              # at once, beside the streaming reply
-    assert reply_of(lab.seen, p)[REPLY_MIME]['status'] == 'streaming'  # still going when the cell ended
+    assert reply_of(lab.seen, p)[REPLY_MIME]['status'] in ('waiting', 'streaming')  # still going when the cell ended
     lab.follow(ended(p), timeout=30)
     data = reply_of(lab.seen, p)
     assert data[REPLY_MIME]['status'] == 'done' and data['text/plain'] == ''.join(words)   # exact, in its own cell
