@@ -2,9 +2,10 @@
 
 The eye and the pin on a cell set its `boop-hide` / `boop-pin` tags; a hidden cell's text never reaches the model
 (the ledger lists it hidden); unsaved edits do; the dry run shows in a dialog what a prompt would send and sends
-nothing; the model's notebook tools change the notebook only after the user says yes in the page's input box, and
-the notebook's Undo reverts each change, and an edit the model makes from what it read before the user typed in the
-cell is refused by the page, nothing overwritten. `%%prompt --dry-run` in a cell reads as the dialog does, its messages folded;
+nothing; the model's notebook tools change the notebook only once the user agrees: an edit or a deletion is a diff in
+the cell to accept or reject, an added cell waits for a yes in the page's input box; the prompt cell's Undo reverts
+all its reply's changes at once; and an edit the model makes from what it read before the user typed in the cell is
+refused by the page, nothing overwritten. `%%prompt --dry-run` in a cell reads as the dialog does, its messages folded;
 Stop ends a reply as stopped, and nothing else: no error in the cell, its file or a Run All; a `bash` block is inserted
 as the `%%bash` cell that runs it, and a block no kernel cell runs is offered for Copy only (issue 22.4).
 Harness: tests/browser.py.
@@ -124,31 +125,47 @@ def open_edits(page, app, name):
     return path, page.evaluate(f'() => {PANEL}.content.widgets[{TOTAL_CELL}].model.id')
 
 
+def review_in(page, cell):
+    "The review shown in `cell`, once there: (its locator, its diff's rows)."
+    review = cells(page).nth(cell).locator('.boop-Review')
+    review.wait_for(timeout=60_000)
+    return review, review.locator('.boop-Review-line').all_inner_texts()
+
+
 @both_apps
-def test_a_notebook_tool_edit_waits_for_yes_in_the_page_and_undo_reverts_it(app, page, srv):
+def test_a_notebook_tool_edit_is_reviewed_as_a_diff_and_the_prompts_undo_reverts_what_its_reply_changed(app, page, srv):
     path, cid = open_edits(page, app, 'edits.ipynb')
-    srv.script(f'```python\nread_cell("{cid}")\nedit_cell("{cid}", "total = 1234 * 3")\nadd_cell("{cid}", "print(total)")\n```')
+    first = page.evaluate(f'() => {PANEL}.content.widgets[0].model.id')
+    srv.script(f'```python\nread_cell("{cid}")\nedit_cell("{cid}", "total = 1234 * 3")\nadd_cell("{cid}", "print(total)")\n'
+               f'read_cell("{first}")\ndelete_cell("{first}")\n```')
     srv.script('Fixed, and a cell prints it.')
     run_all(page, app)
-    answer_stdin(page, app, f"Run edit_cell(cell='{cid}', source='total = 1234 * 3')? [y/N]")
-    until(page, app, f"{SOURCES}[{TOTAL_CELL}] === 'total = 1234 * 3'", 'the edit, once the user said yes')
+    review, rows = review_in(page, TOTAL_CELL)                           # the edit: a diff in the cell, no yes asked
+    assert rows == [f'- {TOTAL}', '+ total = 1234 * 3'], rows
+    assert page.evaluate(f'() => {SOURCES}') == EDIT_CELLS               # nothing changed before the user says so
+    review.get_by_role('button', name='Accept').click()
+    until(page, app, f"{SOURCES}[{TOTAL_CELL}] === 'total = 1234 * 3'", 'the edit, once accepted')
     assert page.evaluate(f'() => {SOURCES}.length') == 3                 # the add waits for its own yes
     answer_stdin(page, app, f"Run add_cell(after='{cid}', source='print(total)')? [y/N]")
+    review, rows = review_in(page, 0)                                    # the deletion: the whole cell, removed
+    assert rows == [f'- {EDIT_CELLS[0]}'] and review.get_by_role('button', name='Delete the cell').count() == 1, rows
+    review.get_by_role('button', name='Reject').click()
     wait_for_chat(app, srv, 2)
     until(page, app, f"{KERNEL_STATUS} === 'idle' && {PANEL}.content.widgets.length === 4 && "
                      f"{PANEL}.content.widgets[3].model.executionCount", 'the prompt done')
     assert page.evaluate(f'() => {SOURCES}') == [EDIT_CELLS[0], 'total = 1234 * 3', 'print(total)', ASK]
     told = srv.last_chat()['messages'][-1]['content']
     assert 'done: replaced the text of cell' in told and 'done: added a code cell' in told, told
+    assert 'refused: the user rejected the change' in told, told
     assert page.evaluate(f'() => {PANEL}.content.widgets[{TOTAL_CELL + 1}].model.executionCount') is None   # added, not run
+    assert 'boop-mod-model' in cells(page).nth(TOTAL_CELL + 1).get_attribute('class')   # the model's cell, marked
 
-    cells(page).nth(0).click()                                           # the notebook's Undo (Z in command mode)
-    page.keyboard.press('Escape')
-    page.keyboard.press('z')
-    until(page, app, f'{SOURCES}.length === 3', 'the added cell undone')
-    page.keyboard.press('z')
-    until(page, app, f"{SOURCES}[{TOTAL_CELL}] === {json.dumps(TOTAL)}", 'the edit undone')
-    assert page.evaluate(f'() => {SOURCES}') == EDIT_CELLS
+    bar = page.locator('.boop-Changes')                                  # the prompt's Undo: its reply's changes, at once
+    assert cells(page).nth(3).locator('.boop-Changes').count() == 1      # on the prompt cell
+    assert 'changed the notebook 2 times' in bar.inner_text()
+    bar.get_by_role('button', name='Undo all').click()
+    until(page, app, f"{SOURCES}.length === 3 && {SOURCES}[{TOTAL_CELL}] === {json.dumps(TOTAL)}", 'both changes undone')
+    assert page.evaluate(f'() => {SOURCES}') == EDIT_CELLS and bar.inner_text() == 'Undone: 2 changes.'
     save(page)
     assert [c.source for c in read(path).cells] == EDIT_CELLS
 
@@ -164,11 +181,12 @@ TYPED = TOTAL + '  # checked by hand'
 @both_apps
 def test_an_edit_from_what_the_model_read_before_the_user_typed_is_refused_by_the_page(app, page, srv):
     path, cid = open_edits(page, app, 'stale.ipynb')
-    srv.script(f'```python\nread_cell("{cid}")\nedit_cell("{cid}", "total = 1234 * 3")\n```')
+    # the add's yes is the pause in which the user types: between the model's read and its edit
+    srv.script(f'```python\nread_cell("{cid}")\nadd_cell("{cid}", "print(total)")\nedit_cell("{cid}", "total = 1234 * 3")\n```')
     srv.script('The cell changed since I read it, so I left it as you wrote it.')
     run_all(page, app)
-    question = f"Run edit_cell(cell='{cid}', source='total = 1234 * 3')? [y/N]"
-    wait_for_stdin(page, app, question, 'the model read the cell; its edit waits for a yes')
+    question = f"Run add_cell(after='{cid}', source='print(total)')? [y/N]"
+    wait_for_stdin(page, app, question, 'the model read the cell; its add waits for a yes')
     page.evaluate(HOLD_CELLS)
     editor = cells(page).nth(TOTAL_CELL).locator('.cm-content')         # the user types into the cell meanwhile
     editor.click()
@@ -176,17 +194,18 @@ def test_an_edit_from_what_the_model_read_before_the_user_typed_is_refused_by_th
     page.keyboard.type('  # checked by hand')
     until(page, app, f"{SOURCES}[{TOTAL_CELL}] === {json.dumps(TYPED)}", 'the typing')
     # the page has told the kernel of the typing (within its half-second), and that message is held: the kernel has
-    # not heard when the user says yes (answered sooner, the yes raced the page's timer)
+    # not heard when the edit comes (answered sooner, the yes raced the page's timer)
     until(page, app, 'window.__held.length >= 1', "the page's news of the typing, held")
     answer_stdin(page, app, question)
     wait_for_chat(app, srv, 2)
-    until(page, app, f"{KERNEL_STATUS} === 'idle' && {PANEL}.content.widgets[{ASK_CELL}].model.executionCount", 'the prompt done')
-    assert page.evaluate(f'() => {SOURCES}') == [EDIT_CELLS[0], TYPED, ASK]   # nothing overwritten, nothing added
+    until(page, app, f"{KERNEL_STATUS} === 'idle' && {PANEL}.content.widgets[{ASK_CELL + 1}].model.executionCount", 'the prompt done')
+    assert page.evaluate(f'() => {SOURCES}') == [EDIT_CELLS[0], TYPED, 'print(total)', ASK]   # the typing kept, not overwritten
+    assert page.locator('.boop-Review').count() == 0                     # refused at once: nothing to review
     told = srv.last_chat()['messages'][-1]['content']
     assert f'refused: cell {cid} changed since the model read it (the user edited it)' in told, told   # the page's words
     assert page.evaluate('() => window.__held.length') >= 1             # the kernel had not heard: the page refused
     save(page)
-    assert [c.source for c in read(path).cells] == [EDIT_CELLS[0], TYPED, ASK]
+    assert [c.source for c in read(path).cells] == [EDIT_CELLS[0], TYPED, 'print(total)', ASK]
 
 
 @both_apps

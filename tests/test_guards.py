@@ -532,7 +532,7 @@ def test_recovered_calls_always_pass_plan_calls():
 def test_all_lists_the_public_names():
     for m in (blocks, guards, screening, lenient):
         public = {n for n,v in vars(m).items() if not n.startswith('_') and getattr(v, '__module__', '') == m.__name__}
-        consts = {'INTENT_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS'} if m is guards else set()
+        consts = {'INTENT_ATTR', 'REVIEWED_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS'} if m is guards else set()
         assert set(m.__all__) == public | consts, m.__name__
 
 

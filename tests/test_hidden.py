@@ -112,11 +112,12 @@ def test_kernel_tools_never_show_a_hidden_cell_or_its_names():
 
 def test_notebook_tools_never_show_a_hidden_cell():
     cells = [code('total = 2', 1, 'a'), hidden_code(f'plan = "{MARK}"', 2, 'h')]
-    list_cells, read_cell, search_notebook, add_cell, edit_cell = notebook_source(lambda: cells)
+    list_cells, read_cell, search_notebook, add_cell, edit_cell, delete_cell = notebook_source(lambda: cells)
     assert 'h ·' not in list_cells() and 'no cells' in list_cells(MARK.lower())
     assert all(MARK not in read_cell(c) for c in ('h', 1, -1)) and read_cell('h').startswith('error: no cell')
     assert search_notebook(MARK).startswith('(no cell contains') and MARK not in search_notebook('plan')
     assert add_cell('h', 'x').startswith('error: no cell') and edit_cell('h', 'x').startswith('error: no cell')
+    assert delete_cell('h').startswith('error: no cell')
 
 
 def test_a_block_naming_a_hidden_variable_is_refused_and_says_why():

@@ -154,8 +154,8 @@ def test_notebook_tools_read_everywhere_and_change_it_only_through_the_frontend(
     k.run('%boop tools notebook on')
     srv.script('```python\nlist_cells()\nread_cell("c1")\nsearch_notebook("total")\nedit_cell("c1", "total = 0")\n```')
     srv.script('Refused without a frontend.')
-    k.run(f'%%prompt -m {MODEL} --auto\nPlease fix the total cell', cell_id='c4', answers=['y'])
-    assert k.prompts == ["Run edit_cell(cell='c1', source='total = 0')? [y/N] "]   # consent first, as for every change
+    k.run(f'%%prompt -m {MODEL} --auto\nPlease fix the total cell', cell_id='c4')
+    assert k.prompts == []   # an edit is reviewed in the page, as a diff: no yes asked here, and with no page, refused
     results = json.dumps(srv.requests[-1].json)
     assert 'Mars' not in results and 'c2' not in results   # hidden cells reach no tool
     assert '1 \\u00b7 c1 \\u00b7 code \\u00b7 total = 1234 * 2' in results or '1 · c1 · code · total = 1234 * 2' in results
@@ -180,9 +180,10 @@ def test_notebook_tools_read_everywhere_and_change_it_only_through_the_frontend(
     srv.script('```python\nread_cell("c1")\nedit_cell("c1", "total = 0")\n```')
     srv.script('Changed.')
     watcher = threading.Thread(target=frontend, daemon=True)
-    send = k.send(f'%%prompt -m {MODEL} --auto\nPlease fix the total cell', cell_id='c4', answers=['y'])
+    send = k.send(f'%%prompt -m {MODEL} --auto\nPlease fix the total cell', cell_id='c4')
     watcher.start()
     watcher.join(40)
     k.collect(send, timeout=60)
     assert edits and edits[0]['op'] == 'edit' and edits[0]['cell'] == 'c1' and edits[0]['expect'].startswith('total = 1234')
+    assert edits[0]['prompt'] == 'c4'   # the prompt cell asking: the page's Undo bar for its reply's changes is there
     assert 'done: cell c1 changed' in json.dumps(srv.requests[-1].json)

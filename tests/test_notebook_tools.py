@@ -9,7 +9,7 @@ the kernel's view (`cells()`) may lag behind it, as it does until the page's nex
 import re
 from hypothesis import given, settings as hsettings, strategies as st
 from boopiter_ext.context.build import Cell
-from boopiter_ext.tools.guards import INTENT_ATTR
+from boopiter_ext.tools.guards import INTENT_ATTR, REVIEWED_ATTR, Call, check_call
 from boopiter_ext.tools.notebook import EDIT_INTENT, notebook_source
 
 REPLY = {'output_type': 'display_data', 'data': {'text/plain': 'It is 2468.'}, 'metadata': {'boopiter': {'reply': True}}}
@@ -40,12 +40,15 @@ class Page:
         if request['op'] == 'add': return True, f'done: added a cell below {request["after"]}'
         if self.source(request['cell']) != request['expect']:
             return False, f'refused: cell {request["cell"]} changed since the model read it (the user edited it)'
+        if request['op'] == 'delete':
+            self.cells = [c for c in self.cells if c.cell_id != request['cell']]
+            return True, f'done: deleted cell {request["cell"]}'
         self.type(request['cell'], request['source'])
         return True, f'done: replaced the text of cell {request["cell"]}'
 
 
 def tools(cells, edit=None, view=None):
-    "The five tools over `cells` (the kernel's view: `view()` when given, else the cells themselves)."
+    "The six tools over `cells` (the kernel's view: `view()` when given, else the cells themselves)."
     return notebook_source(view or (lambda: cells), edit)
 
 
@@ -96,15 +99,16 @@ def test_search_notebook_finds_lines_in_any_case_and_stops_at_a_hundred():
 
 
 def test_the_changing_tools_ask_for_the_users_words_and_the_reading_ones_do_not():
-    list_cells, read_cell, search, add_cell, edit_cell = tools(notebook())
-    assert getattr(add_cell, INTENT_ATTR) == getattr(edit_cell, INTENT_ATTR) == EDIT_INTENT
+    list_cells, read_cell, search, add_cell, edit_cell, delete_cell = tools(notebook())
+    assert getattr(add_cell, INTENT_ATTR) == getattr(edit_cell, INTENT_ATTR) == getattr(delete_cell, INTENT_ATTR) == EDIT_INTENT
+    assert [getattr(f, REVIEWED_ATTR, False) for f in (add_cell, edit_cell, delete_cell)] == [False, True, True]   # a diff in the cell
     assert not any(hasattr(f, INTENT_ATTR) for f in (list_cells, read_cell, search))
     assert re.search(EDIT_INTENT, 'Please fix the total cell') and not re.search(EDIT_INTENT, 'What is the total?')
 
 
 def test_add_cell_goes_below_a_cell_with_an_id_through_the_page():
     page = Page(notebook())
-    *_, add_cell, _ = tools(page.cells, page.edit)
+    _, _, _, add_cell, _, _ = tools(page.cells, page.edit)
     assert add_cell('c1', 'print(total)') == 'done: added a cell below c1'
     assert add_cell(1, '## More', 'markdown') == 'done: added a cell below m1'
     assert add_cell(-1, 'Why?', 'prompt') == add_cell('p1', '%%prompt\nWhy?', 'prompt') == 'done: added a cell below p1'
@@ -122,7 +126,7 @@ def test_add_cell_goes_below_a_cell_with_an_id_through_the_page():
 
 def test_without_the_extension_nothing_changes_and_the_model_is_told_why():
     for edit in (None, lambda request: None):   # a terminal, or a kernel no page has said hello to
-        *_, add_cell, edit_cell = tools(notebook(), edit)
+        _, _, _, add_cell, edit_cell, _ = tools(notebook(), edit)
         assert add_cell('c1', 'x').startswith('error: changing the notebook needs the boopiter extension')
     refused = tools(notebook(), lambda request: (False, 'the notebook is read-only here'))
     assert refused[3]('c1', 'x') == 'error: the notebook is read-only here'
@@ -130,7 +134,7 @@ def test_without_the_extension_nothing_changes_and_the_model_is_told_why():
 
 def test_an_edit_starts_from_what_the_model_read():
     page = Page(notebook())
-    _, read_cell, _, _, edit_cell = tools(page.cells, page.edit)
+    _, read_cell, _, _, edit_cell, _ = tools(page.cells, page.edit)
     assert edit_cell('c1', 'total = 1234 * 3') == "error: read the cell first (read_cell('c1')): edits start from what you read"
     assert page.requests == []
     read_cell(0)                                                    # read by index, edited by id
@@ -143,7 +147,7 @@ def test_an_edit_starts_from_what_the_model_read():
 
 def test_an_edit_after_the_user_typed_is_refused_by_the_kernel_when_it_heard_of_it():
     page = Page(notebook())
-    _, read_cell, _, _, edit_cell = tools(page.cells, page.edit)
+    _, read_cell, _, _, edit_cell, _ = tools(page.cells, page.edit)
     read_cell('c1')
     page.type('c1', 'total = 1234 * 2  # checked by hand')      # the kernel's view follows the page here
     assert edit_cell('c1', 'total = 1234 * 3') == 'error: cell c1 changed since you read it; read it again before editing it'
@@ -156,7 +160,7 @@ def test_an_edit_after_the_user_typed_is_refused_by_the_kernel_when_it_heard_of_
 def test_an_edit_after_the_user_typed_is_refused_by_the_page_when_the_kernel_has_not_heard_yet():
     page = Page(notebook())
     heard = notebook()                                              # the kernel's view: the page's last `notebook` message
-    _, read_cell, _, _, edit_cell = tools(heard, page.edit, view=lambda: heard)
+    _, read_cell, _, _, edit_cell, _ = tools(heard, page.edit, view=lambda: heard)
     read_cell('c1')
     page.type('c1', 'total = 1234 * 2  # mine')                     # typed; the page has not told the kernel yet
     told = edit_cell('c1', 'total = 1234 * 3')
@@ -171,9 +175,36 @@ def test_the_users_text_is_never_overwritten_by_an_edit_made_from_an_older_read(
     "Whatever the texts and whether the kernel heard of the typing: an edit lands only on the text the model read."
     page = Page([Cell(read, cell_id='c')])
     view = [Cell(read, cell_id='c')]
-    _, read_cell, _, _, edit_cell = tools(None, page.edit, view=lambda: page.cells if heard else view)
+    _, read_cell, _, _, edit_cell, _ = tools(None, page.edit, view=lambda: page.cells if heard else view)
     read_cell('c')
     page.type('c', typed)
     told = edit_cell('c', new)
     assert page.source('c') == (new if typed == read else typed)
     assert told.startswith('done') == (typed == read)
+
+
+def test_a_deletion_starts_from_what_the_model_read_and_never_takes_a_prompt_cell():
+    page = Page(notebook())
+    _, read_cell, _, _, _, delete_cell = tools(None, page.edit, view=lambda: page.cells)
+    assert delete_cell('m1') == "error: read the cell first (read_cell('m1')): you delete what you read"
+    read_cell('m1'), read_cell('p1')
+    assert delete_cell('p1') == 'error: a prompt cell holds a reply; the user deletes those themselves'
+    assert delete_cell('h1').startswith('error: no cell') and delete_cell(2).startswith('error: no cell 2 with an id')
+    page.type('m1', '# Notes\nmine now')
+    assert delete_cell('m1') == 'error: cell m1 changed since you read it; read it again before deleting it'
+    read_cell('m1')
+    assert delete_cell('m1') == 'done: deleted cell m1'
+    assert page.requests[-1] == dict(op='delete', cell='m1', expect='# Notes\nmine now')
+    assert [c.cell_id for c in page.cells] == ['c1', None, 'p1', 'h1']
+
+
+def test_a_reviewed_change_asks_for_no_yes_but_still_needs_the_users_words():
+    asked = []
+    def confirm(name, args): return asked.append(name) or True
+    tools_ = {f.__name__: f for f in tools(notebook(), Page(notebook()).edit)}
+    call = lambda src: Call(src.partition('(')[0], ('c1', 'x') if 'delete' not in src else ('c1',), {}, src, 1)
+    assert check_call(call("edit_cell('c1', 'x')"), tools_, 'Please fix the total', confirm) == ('ok', None)
+    assert check_call(call("delete_cell('c1')"), tools_, 'Delete the old cell', confirm) == ('ok', None)
+    assert asked == []   # the diff in the cell is where the user says yes
+    assert check_call(call("add_cell('c1', 'x')"), tools_, 'Please add a cell', confirm) == ('ok', None) and asked == ['add_cell']
+    assert check_call(call("delete_cell('c1')"), tools_, 'What is the total?', confirm)[0] == 'not requested'

@@ -11,7 +11,7 @@ comm and every mime bundle the page renders. Here, without a kernel (an in-proce
   kernel's handler uses every field of it (asserted on what the handler did).
 """
 
-import json, os, shutil, subprocess, threading
+import contextvars, json, os, shutil, subprocess, threading
 from datetime import datetime, timezone
 import pytest
 from jsonschema import Draft202012Validator
@@ -97,7 +97,7 @@ class Recorder(BaseComm):
     def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
         self.out.append((msg_type, data))
         if self.wire and isinstance(data, dict) and data.get('type') == 'edit':
-            self.wire.channel._handle(self, self.wire.answer_edit(data))
+            if (answer := self.wire.answer_edit(data)) is not None: self.wire.channel._handle(self, answer)
 
 
 class Wire:
@@ -155,11 +155,19 @@ def comm_messages(w)->dict:
     got += w.answered(dict(type='preview', id='dry-1', source='%%prompt\nWhat is the total?'))
     got += w.answered(dict(type='pick', changes=dict(host='http://elsewhere')))   # an error line
     from boopiter_ext.tools.notebook import notebook_source
-    list_cells, read_cell, _, add_cell, edit_cell = notebook_source(lambda: w.assistant.notebook_cells(None), w.channel.edit)
-    read_cell('c1')
+    list_cells, read_cell, _, add_cell, edit_cell, delete_cell = notebook_source(lambda: w.assistant.notebook_cells(None),
+                                                                                 w.channel.edit)
+    read_cell('c1'), read_cell('m1')
     assert edit_cell('c1', 'total = 1234 * 3') == 'done: changed'
     assert add_cell('c1', 'print(total)') == add_cell('m1', '## More', 'markdown') == 'done: changed'
-    got += [d for _, d in w.comm.out if d.get('type') == 'edit']
+    w.answer_edit = lambda data: None   # the user never decides: the kernel gives up, and withdraws the review
+    def asked_by_p1():   # as prompt cell p1's reply asks (the page's Undo bar is that cell's)
+        w.assistant.here(type('Running', (), {'cell_id': 'p1'})())
+        return w.channel.edit(dict(op='delete', cell='m1', expect='# Notes\nThe total is wrong.'), timeout=0.05)
+    told = contextvars.copy_context().run(asked_by_p1)
+    assert told == (False, 'the user did not accept the change within 0.05 s, so it was not made')
+    got += [d for _, d in w.comm.out if d.get('type') in ('edit', 'edit_cancel')]
+    assert [d['op'] for d in got if d['type'] == 'edit'] == ['edit', 'add', 'add', 'delete'] and got[-2]['prompt'] == 'p1'
     return got
 
 

@@ -331,6 +331,7 @@ class Assistant:
                background:bool=False, # Stream the reply on a thread of its own and return at once (not a tool loop)
                fault=None,            # fault(exception): a background reply's fault, shown in its cell
                must_call:str=None,    # In auto mode, the first reply must call a tool: '*' any, or the one named
+               fixes:str=None,        # The id of the cell this prompt asks to fix: the page offers the reply's code for it
               )->Answer:
         """Resolve the model, offer the tools, build the context, and stream the reply (or run the tool loop). With
         `background`, a reply asked of the model streams on after this returns (`self.background`); its `reply` is
@@ -340,6 +341,7 @@ class Assistant:
         except Unreachable as e:   # its server is down before a request could start (listing, what the model says)
             self._seen(picked_model(settings)[0] or None, settings, e)
             raise
+        if fixes: p['route']['fixes'] = fixes
         reply = self.respond(p, question, settings, view, show, confirm, background, fault, must_call)
         return Answer(reply, self._unrun_blocks(reply, p['tools']) if reply.status != 'streaming' else [])
 

@@ -7,7 +7,9 @@ The failing cell and its traceback reach the model as the notebook above the pro
 question only names it, so it reads the same on every rerun of the notebook and its saved reply is shown again.
 """
 
-__all__ = ['failed_cell', 'fix_question', 'ASK']
+__all__ = ['failed_cell', 'fix_question', 'failed_source', 'cell_holding', 'ASK']
+
+import linecache
 
 def _error(cell)->dict|None:
     return next((o for o in reversed(cell.outputs) if isinstance(o, dict) and o.get('output_type') == 'error'), None)
@@ -38,3 +40,24 @@ def fix_question(cell, ask:str='')->str:
     what = what if len(what) <= 200 else what[:199] + '…'
     where = f'Cell [{cell.exec_count}]' if cell.exec_count else 'The cell above'
     return f'{where} failed with `{what}`.' + (f'\n\n{ask}' if ask else ' ' + ASK)
+
+
+def failed_source(
+    err:BaseException,   # An exception a cell raised (`sys.last_value`)
+)->str:                  # The source of the cell it came from, as IPython cached it; '' if not known
+    "The text of the cell that raised `err`: its outermost module frame's lines, which IPython keeps in `linecache`."
+    tb = err.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == '<module>' and (lines := linecache.getlines(code.co_filename)): return ''.join(lines)
+        tb = tb.tb_next
+    return ''
+
+
+def cell_holding(
+    source:str,   # A cell's text
+    cells:list,   # The notebook's `Cell`s
+)->str|None:      # The id of the one code cell holding exactly `source`; None if none does, or several
+    "Which cell of the notebook a failure came from, by its text (a failure from before boopiter recorded cells)."
+    ids = [c.cell_id for c in cells if c.kind == 'code' and c.cell_id and source.strip() and c.source.strip() == source.strip()]
+    return ids[0] if len(ids) == 1 else None

@@ -30,10 +30,15 @@ target, `boopiter`, in both directions; JSON messages with a `type` (js/src/prot
                          {type: 'binding', binding}               after every change: the extension saves it in
                                                                   `metadata.boopiter.binding`
                          {type: 'preview', id, markdown, text}    the dry run (Markdown to render untrusted)
-                         {type: 'edit', id, op: 'add'|'edit', ...} a change the model's notebook tools ask for,
-                                                                  confirmed already: `add` {after, source, cell_type},
-                                                                  `edit` {cell, source, expect}: refused unless the
-                                                                  cell's text is still `expect`; undoable
+                         {type: 'edit', id, op, prompt, ...}      a change the model's notebook tools ask for, allowed
+                                                                  by the guards: `add` {after, source, cell_type} made
+                                                                  at once; `edit` {cell, source, expect} and `delete`
+                                                                  {cell, expect} made once the user accepts the diff
+                                                                  in the cell, refused unless the cell's text is still
+                                                                  `expect`; `prompt`: the prompt cell asking, whose bar
+                                                                  undoes its reply's changes as one step
+                         {type: 'edit_cancel', id}                the kernel stopped waiting for that edit (interrupt,
+                                                                  or no answer in time): its review is withdrawn
                          {type: 'error', message}                 one line, for the menu to show
 
 The kernel registers the target when the extension loads (so a frontend opens a comm on every page load, kernel
@@ -52,6 +57,7 @@ import logging, threading, uuid
 from ..core.binding import BINDING_KEYS
 
 TARGET, VERSION = 'boopiter', 1
+ADD_S, REVIEW_S = 20.0, 600.0   # how long an edit may take: made at once; reviewed by the user first
 log = logging.getLogger('boopiter_ext')
 
 
@@ -170,20 +176,29 @@ class Channel:
 
     # -- the notebook's changes, carried out by the frontend
     def edit(self,
-             request:dict,         # `op` ('add' or 'edit') and its fields (see the protocol above)
-             timeout:float=20.0,   # Seconds to wait for the notebook to say what it did
+             request:dict,         # `op` ('add', 'edit' or 'delete') and its fields (see the protocol above)
+             timeout:float=None,   # Seconds to wait for the notebook to say what it did; None: `REVIEW_S` for what
+                                   # the user reviews (an edit, a deletion), else `ADD_S`
             )->tuple|None:         # (ok, message for the model); None when no frontend is there to do it
-        "Ask the frontend to change the notebook, and wait for what it did; its Undo reverts it."
+        "Ask the frontend to change the notebook (an edit once the user accepts it), and wait for what it did."
         comm = self._last if self._last is not None and self._last.comm_id in self.comms else None
         if comm is None or not self.connected: return None
+        reviewed = request.get('op') in ('edit', 'delete')
+        timeout = timeout if timeout is not None else REVIEW_S if reviewed else ADD_S
         rid, done = uuid.uuid4().hex, threading.Event()
         self._edits[rid] = [done, None]
-        self._send(comm, dict(request, type='edit', id=rid))
+        prompt = getattr(self.assistant.current, 'cell_id', None)
+        self._send(comm, dict(request, type='edit', id=rid, **({'prompt': prompt} if prompt else {})))
         try:
             if not done.wait(timeout):
-                return False, (f'the notebook did not say within {timeout:g} s whether it made the change; look at the '
-                               'notebook before trying again')
+                self._send(comm, dict(type='edit_cancel', id=rid))   # a review still shown would make it later
+                return False, (f'the user did not accept the change within {timeout:g} s, so it was not made' if reviewed else
+                               f'the notebook did not say within {timeout:g} s whether it made the change; look at '
+                               'the notebook before trying again')
             result = self._edits[rid][1]
+        except BaseException:   # an interrupt while the user reviews: the review goes too
+            self._send(comm, dict(type='edit_cancel', id=rid))
+            raise
         finally: self._edits.pop(rid, None)
         return bool(result.get('ok')), str(result.get('message') or ('done' if result.get('ok') else 'refused'))[:500]
 

@@ -167,7 +167,8 @@ class BoopMagics(Magics):
         self._failed_before = None   # the last failure before loading: its cell was not recorded (`%%prompt --fix`)
         if isinstance(err := getattr(sys, 'last_value', None), Exception):
             from .capture import error_output
-            self._failed_before = Cell('', 'code', outputs=[error_output(err)], origin='history')
+            from ..core.fixing import failed_source
+            self._failed_before = Cell(failed_source(err), 'code', outputs=[error_output(err)], origin='history')
         from . import api
         ns = self.shell.user_ns
         self._api = {name: getattr(api, name) for name in api.NAMESPACE if name not in ns}   # never over a name of yours
@@ -289,9 +290,10 @@ class BoopMagics(Magics):
         args = parse_argstring(self.prompt, line)
         if args.model and not check_setting('model', args.model):
             raise UsageError(f'`-m` needs {RULES["model"][1]}; `%boop models` lists the ids in reach.')
-        question = prompt_text('%%prompt\n' + cell)
+        question, fixes = prompt_text('%%prompt\n' + cell), None
         if args.fix:
-            if (question := self._fix_question(args.fix, question)) is None: return
+            if (asked := self._fix_question(args.fix, question)) is None: return
+            question, fixes = asked
         if not question: raise UsageError('The prompt is empty: write your question on the lines below `%%prompt`.')
         if args.dry_run: return self._show_raw(*_preview_output(*self.preview_cell(f'%%prompt {line}\n{cell}')))
         settings = self.settings(_cell_options(args), self.notebook())
@@ -306,7 +308,7 @@ class BoopMagics(Magics):
         if self.kernel: wait_for_reply(self.assistant)   # the cell ends with its reply: after those streaming
         got = self.assistant.answer(question, settings, view=view, show=self._show_raw,
                                     with_context=not args.no_context, confirm=confirm_by_input, background=later,
-                                    fault=fault, must_call=args.must_call)
+                                    fault=fault, must_call=args.must_call, fixes=fixes)
         self._offer_code(got, args.insert)
 
     def preview_cell(self, source:str)->tuple:
@@ -362,9 +364,9 @@ class BoopMagics(Magics):
         finally:
             if self.channel is not None: self.channel.refresh_state()
 
-    def _fix_question(self, which:str, more:str)->str|None:
-        """The question of `%%prompt --fix [N]` (and `%boop fix`): why the cell failed and how to fix it, then the
-        lines below; None, said why, when there is no failure to ask about."""
+    def _fix_question(self, which:str, more:str)->tuple|None:
+        """(question, the failed cell's id or None): the question of `%%prompt --fix [N]` (and `%boop fix`), why the
+        cell failed and how to fix it, then the lines below; None, said why, when there is no failure to ask about."""
         from ..core.fixing import fix_question, failed_cell
         if which != 'above' and not which.isdigit():
             raise UsageError(f'`--fix` takes a cell number, as in `[3]`, not {which!r}.')
@@ -375,7 +377,8 @@ class BoopMagics(Magics):
         if cell is None:
             print(f'Cell [{which}] did not fail: nothing to fix.' if which != 'above' else 'No cell above failed: nothing to fix.')
             return None
-        return fix_question(cell, more)
+        from ..core.fixing import cell_holding
+        return fix_question(cell, more), cell.cell_id or cell_holding(cell.source, self.assistant.layout(nb) or [])
 
     def _boop_fix(self, arg):
         """Ask the model why the cell above (else the last that failed, or the one that ran as [N]) failed, and how to

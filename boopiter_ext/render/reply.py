@@ -218,7 +218,8 @@ def reply_data(
                  warning=(ledger or {}).get('warning'), cell_id=route.get('cell_id'), kept=route.get('kept'),
                  stale=route.get('stale'),   # a saved reply kept although its context changed: what changed
                  previous=route.get('previous') if reply.status != 'streaming' else None,   # the reply this one replaced
-                 ran_blocks=reply.info.get('ran_blocks'))   # the tool loop's: the frontend offers them no Run
+                 ran_blocks=reply.info.get('ran_blocks'),   # the tool loop's: the frontend offers them no Run
+                 fixes=route.get('fixes'))   # `%%prompt --fix`'s cell: the frontend offers to put a block in it
     return {**d, **{k: v for k,v in extra.items() if v}}
 
 

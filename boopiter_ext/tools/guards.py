@@ -22,7 +22,7 @@ every call passes the same guards.
         for c in calls: status, msg = check_call(c, tools, prompt, confirm_by_input)
 """
 
-__all__ = ['INTENT_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS', 'Call', 'Given', 'Withheld', 'plan_calls',
+__all__ = ['INTENT_ATTR', 'REVIEWED_ATTR', 'OUTBOUND_ATTR', 'MAX_LINES', 'MAX_CHARS', 'Call', 'Given', 'Withheld', 'plan_calls',
            'check_call', 'confirm_by_input', 'composed', 'unwritten', 'written_grams', 'limits_text']
 
 import ast, bisect, html, inspect, itertools, json, os, re, types, typing
@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
 INTENT_ATTR = 'boopiter_intent'   # on a tool: a regex the user's prompt must match; the tool has side effects
+REVIEWED_ATTR = 'boopiter_reviewed'   # on such a tool: the user accepts or rejects its change where it happens (a diff
+                                      # in the cell), so it is not confirmed here first
 OUTBOUND_ATTR = 'boopiter_outbound'   # on a tool: names of parameters whose values leave the machine (a URL)
 MAX_LINES, MAX_CHARS = 1_000, 100_000   # the biggest block `plan_calls` plans: it runs in the kernel, holding it
 
@@ -499,6 +501,7 @@ def check_call(
     if intent is None and not made: return 'ok', None
     if intent is not None and not _asked(intent, user_text or ''):
         return 'not requested', 'error: the user did not ask for this action, so it was not performed.'
+    if not made and getattr(fn, REVIEWED_ATTR, False): return 'ok', None   # the user reviews the change itself
     what = ', '.join(f'{p}={v!r}' for p,v in made)
     answer = confirm(call.name, bound) if confirm is not None else None
     if answer is None and made:

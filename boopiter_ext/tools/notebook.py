@@ -1,14 +1,15 @@
-"""The `notebook` tool source: the model reads the notebook's cells, and (through the frontend extension) adds and
-edits them.
+"""The `notebook` tool source: the model reads the notebook's cells, and (through the frontend extension) adds,
+edits and deletes them.
 
 Reading works everywhere: the cells come from the notebook as its frontend shows it, else its saved file, with the
 outputs they have in this kernel; a hidden cell (`boop-hide`) is not there for the model: not listed, read, searched,
-nor a place to add below or edit. Adding and editing are side effects: the guards run them only when the user's
-prompt asked for it and (in auto mode) the user confirmed; then the frontend extension carries them out in the
-notebook itself, where Undo reverts them. An edit is refused if the cell changed since the model read it: here when
-the kernel has heard of the change, else by the page, which is sent the text the model read (`expect`). Without
-the extension (a terminal, VS Code, a headless run) they are refused with one line: the `.ipynb` is never written
-behind a frontend's back.
+nor a place to add below or edit. Adding, editing and deleting are side effects: the guards run them only when the
+user's prompt asked for it. The frontend extension then carries them out in the notebook itself: an added cell
+(confirmed first, in auto mode) at once, tagged as the model's; an edit or a deletion once the user accepts its diff,
+shown in the cell (that review is the confirmation). The prompt cell then offers to undo its reply's changes as one
+step. An edit or a deletion is refused if the cell changed since the model read it: here when the kernel has heard of
+the change, else by the page, which is sent the text the model read (`expect`). Without the extension (a terminal, VS
+Code, a headless run) they are refused with one line: the `.ipynb` is never written behind a frontend's back.
 
     tools = notebook_source(cells=lambda: assistant.notebook_cells(), edit=channel.edit)
 """
@@ -16,10 +17,10 @@ behind a frontend's back.
 __all__ = ['notebook_source', 'EDIT_INTENT']
 
 from ..context.build import cell_text, is_hidden, prompt_text, reply_text
-from .guards import INTENT_ATTR
+from .guards import INTENT_ATTR, REVIEWED_ATTR
 
 EDIT_INTENT = (r'\b(add|insert|append|creat|writ|put|edit|chang|modif|updat|fix|replac|rewrit|renam|refactor|correct|'
-               r'amend|improv)\w*')   # the user's own words must ask for a change to the notebook
+               r'amend|improv|delet|remov|drop|clean)\w*')   # the user's own words must ask for a change to the notebook
 _NO_FRONTEND = ('error: changing the notebook needs the boopiter extension in JupyterLab or Notebook 7, which carries '
                 'the change out in the notebook (Undo reverts it); here the notebook is not changed. Give the user the '
                 'cell in your answer instead.')
@@ -32,6 +33,12 @@ def _changes(fn):
     return fn
 
 
+def _reviewed(fn):
+    "Mark `fn`'s change as one the user reviews in the cell (a diff to accept or reject): not confirmed before it too."
+    setattr(fn, REVIEWED_ATTR, True)
+    return fn
+
+
 def _first_line(c)->str:
     line = next((ln.strip() for ln in (prompt_text(c.source) if c.kind == 'prompt' else c.source).splitlines() if ln.strip()), '')
     return line if len(line) <= 80 else line[:79] + '…'
@@ -40,8 +47,8 @@ def _first_line(c)->str:
 def notebook_source(
     cells,        # () -> the notebook's `Cell`s in order, as they ran in this kernel else as the notebook holds them
     edit=None,    # edit(request:dict) -> (ok, message), or None without a frontend: carries a change out in the notebook
-)->list:          # [list_cells, read_cell, search_notebook, add_cell, edit_cell]
-    "The notebook's tools: three that read, two that change it through the frontend."
+)->list:          # [list_cells, read_cell, search_notebook, add_cell, edit_cell, delete_cell]
+    "The notebook's tools: three that read, three that change it through the frontend."
     seen = {}   # cell id -> its text as the model last read it: an edit must start from that
     def visible(): return [c for c in cells() if not is_hidden(c)]   # a hidden cell is not there, for the model
 
@@ -107,6 +114,7 @@ def notebook_source(
         if cell_type == 'prompt' and not source.lstrip().startswith('%%prompt'): source = '%%prompt\n' + source
         return _change(dict(op='add', after=c.cell_id, source=source, cell_type='markdown' if cell_type == 'markdown' else 'code'))
 
+    @_reviewed
     @_changes
     def edit_cell(
         cell,         # Id or index of the cell to change (read it with read_cell first)
@@ -122,4 +130,18 @@ def notebook_source(
         # the page checks it too, against what the model read: the user may have typed since, unheard here yet
         return _change(dict(op='edit', cell=c.cell_id, source=source, expect=seen[c.cell_id]))
 
-    return [list_cells, read_cell, search_notebook, add_cell, edit_cell]
+    @_reviewed
+    @_changes
+    def delete_cell(
+        cell,   # Id or index of the cell to delete (read it with read_cell first)
+    )->str:     # What the notebook did
+        "Delete a cell of the notebook (the user reviews it first)"
+        c = find(cell)
+        if c is None or not c.cell_id: return f'error: no cell {cell!r} with an id; list_cells shows them'
+        if c.kind == 'prompt': return 'error: a prompt cell holds a reply; the user deletes those themselves'
+        if c.cell_id not in seen: return f'error: read the cell first (read_cell({c.cell_id!r})): you delete what you read'
+        if seen[c.cell_id] != c.source:
+            return f'error: cell {c.cell_id} changed since you read it; read it again before deleting it'
+        return _change(dict(op='delete', cell=c.cell_id, expect=seen[c.cell_id]))
+
+    return [list_cells, read_cell, search_notebook, add_cell, edit_cell, delete_cell]

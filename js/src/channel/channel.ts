@@ -4,7 +4,9 @@
  *
  * While the comm is open it keeps the kernel's view of the notebook current (`notebook` messages, at most one
  * per `CELLS_DELAY_MS`, and one at once before a prompt cell runs), asks for dry runs, and carries out the
- * edits the model's notebook tools ask for (one undoable step each, answered with `edit_result`). It loads boopiter:
+ * edits the model's notebook tools ask for (one undoable step each, answered with `edit_result`): an edit or a
+ * deletion only once the user accepts it in the cell (`cells/review.ts`). What a prompt's reply changed is noted in a
+ * `Journal`, and a bar on the prompt cell undoes all of it as one step. It loads boopiter:
  * through the notebook's own load cell (the menu's "Load boopiter", `loadWith`), or silently before a prompt cell in a
  * kernel that has not loaded it yet (`promptScheduled`: the request precedes the cell's on the shell channel, so no
  * Run All races it). It sends the reply view's Stop over the comm's subshell, and saves the binding the kernel sends
@@ -16,10 +18,13 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { JSONExt } from '@lumino/coreutils';
 import { Signal } from '@lumino/signaling';
 import { LOAD_CODE, METADATA_KEY, PROTOCOL_VERSION } from '../protocol/constants';
-import { Binding, BindingChanges, FrontendMessage, IEditMessage, IPreview } from '../protocol/messages';
+import { Cell } from '@jupyterlab/cells';
+import { Binding, BindingChanges, FrontendMessage, IEditMessage, IPreview, IReviewedEdit } from '../protocol/messages';
 import { cleanBinding, parseKernelMessage } from '../protocol/parse';
-import { applyEdit, IEditableNotebook, IEditOutcome } from './edits';
+import { changesBar, IReview, review } from '../cells/review';
+import { applyEdit, checkEdit, IEditableNotebook, IEditOutcome } from './edits';
 import { flashCell } from './flash';
+import { IChange, Journal } from './journal';
 import { Context, KernelLink } from './link';
 import { PendingRequests, requestId } from './requests';
 import { IWatchedNotebook, ShownCells } from './shown';
@@ -271,29 +276,107 @@ export class BoopChannel extends KernelLink {
         this._previews.settle(msg.id, { markdown: msg.markdown, text: msg.text });
         return;
       case 'edit':
-        this._edit(comm, msg);
+        void this._edit(comm, msg);
+        return;
+      case 'edit_cancel':
+        this._reviews.get(msg.id)?.withdraw();
         return;
     }
     this._dispatch({ type: 'message', msg });
   }
 
-  /** Carry out (or refuse) an edit, answer the kernel at once, then show the changed cell. */
-  private _edit(comm: Kernel.IComm, msg: IEditMessage): void {
-    const model = this._context.model;
+  /** Carry out (or refuse) an edit, an edit or a deletion once the user accepts it; answer the kernel, show the cell. */
+  private async _edit(comm: Kernel.IComm, msg: IEditMessage): Promise<void> {
     let outcome: IEditOutcome;
     try {
-      outcome = applyEdit(model.sharedModel as unknown as IEditableNotebook, msg, model.readOnly);
+      if (msg.op === 'edit' || msg.op === 'delete') {
+        const title = msg.op === 'edit' ? 'The model proposes this change to the cell' : 'The model proposes deleting this cell';
+        outcome = await this.reviewed(msg, title, msg.op === 'edit' ? 'Accept' : 'Delete the cell');
+      } else {
+        outcome = applyEdit(this._notebook, msg, this._context.model.readOnly);
+        if (outcome.ok && outcome.cellId && msg.op === 'add' && msg.prompt) {
+          this._note(msg.prompt, { op: 'add', cellId: outcome.cellId, source: msg.source });
+        }
+      }
     } catch (e) {
       outcome = { ok: false, message: `refused: the notebook could not make the change (${String(e).slice(0, 200)})` };
     }
     if (!comm.isDisposed) {
       comm.send({ type: 'edit_result', id: msg.id, ok: outcome.ok, message: outcome.message });
     }
-    if (outcome.ok && outcome.cellId) {
+    if (outcome.ok && outcome.cellId && msg.op !== 'delete') {
       for (const panel of this._views) {
         flashCell(panel, outcome.cellId, msg.id);
       }
     }
+  }
+
+  /**
+   * Show `req` in its cell as a diff for the user to accept or reject, then make it (checked again: the cell may have
+   * changed meanwhile). Noted for the prompt cell `req.prompt`, whose bar undoes it.
+   */
+  async reviewed(req: IReviewedEdit, title: string, accept: string): Promise<IEditOutcome> {
+    const nb = this._notebook;
+    const { refusal, index } = checkEdit(nb, req, this._context.model.readOnly);
+    if (refusal) {
+      return refusal;
+    }
+    const cell = this._cellView(req.cell);
+    if (!cell) {
+      return { ok: false, message: 'refused: the notebook is not open in a view here, so the user cannot review the change' };
+    }
+    const shown = review({ title, before: req.expect, after: req.op === 'edit' ? req.source : '', accept });
+    const input = cell.node.querySelector(':scope > .jp-Cell-inputWrapper');
+    cell.node.insertBefore(shown.node, input);
+    shown.node.scrollIntoView?.({ block: 'nearest' });
+    this._reviews.set(req.id, shown);
+    const ok = await shown.decided.finally(() => this._reviews.delete(req.id));
+    if (!ok) {
+      return { ok: false, message: 'refused: the user rejected the change (do not make it again unless they ask for it)' };
+    }
+    const before = nb.cells[index];
+    const change: IChange =
+      req.op === 'edit'
+        ? { op: 'edit', cellId: req.cell, before: req.expect, after: req.source }
+        : {
+            op: 'delete',
+            index,
+            afterId: index > 0 ? nb.cells[index - 1].id : null,
+            cell: { cell_type: before.cell_type as 'code' | 'markdown', source: before.getSource(), metadata: { ...(before.metadata ?? {}) } }
+          };
+    const outcome = applyEdit(nb, req, this._context.model.readOnly);
+    if (outcome.ok && req.prompt) {
+      this._note(req.prompt, change);
+    }
+    return outcome;
+  }
+
+  /** The first view's widget of cell `id`. */
+  private _cellView(id: string): Cell | null {
+    for (const panel of this._views) {
+      const cell = panel.content.widgets.find(c => c.model.id === id);
+      if (cell) {
+        return cell;
+      }
+    }
+    return null;
+  }
+
+  /** Note a change made for prompt cell `prompt`, and show that cell's Undo bar with the count. */
+  private _note(prompt: string, change: IChange): void {
+    const count = this._journal.record(prompt, change);
+    for (const panel of this._views) {
+      const cell = panel.content.widgets.find(c => c.model.id === prompt);
+      if (!cell) {
+        continue;
+      }
+      cell.node.querySelector(':scope > .boop-Changes')?.remove();
+      cell.node.append(changesBar(count, () => this._journal.undo(this._notebook, prompt)));
+    }
+  }
+
+  private get _notebook(): IEditableNotebook {
+    return this._context.model.sharedModel as unknown as IEditableNotebook;
   }
 
   /** Save the kernel's binding in the metadata, if that changes it (no binding where there is none is no change). */
@@ -314,4 +397,6 @@ export class BoopChannel extends KernelLink {
   private _cellsTimer: ReturnType<typeof setTimeout> | 0 = 0;
   protected _previews = new PendingRequests<IPreview>(PREVIEW_TIMEOUT_MS, 'dry run');
   private _views = new Set<NotebookPanel>();
+  private _reviews = new Map<string, IReview>();
+  private _journal = new Journal();
 }

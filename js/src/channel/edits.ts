@@ -6,14 +6,20 @@
  *   add    a code or Markdown cell below the cell `after`
  *   edit   the whole text of `cell`, refused unless the cell still holds exactly `expect` (what the model
  *          read): the user may have typed in it since
+ *   delete `cell`, refused likewise unless it still holds `expect`
+ *
+ * An edit or a deletion is first reviewed by the user (`checkEdit`, then `cells/review.ts`); it is carried out only
+ * once accepted, and checked again then.
  */
 
 import { isPromptSource } from '../cells/prompt';
-import { IEditMessage } from '../protocol/messages';
+import { MODEL_TAG } from '../cells/tags';
+import { IEditMessage, IReviewedEdit } from '../protocol/messages';
 
 export interface IEditableCell {
   readonly id: string;
   readonly cell_type: string;
+  readonly metadata?: { [k: string]: unknown };
   getSource(): string;
   updateSource(start: number, end: number, value?: string): void;
 }
@@ -21,6 +27,7 @@ export interface IEditableCell {
 export interface IEditableNotebook {
   readonly cells: readonly IEditableCell[];
   insertCell(index: number, cell: { cell_type: 'code' | 'markdown'; source: string; metadata?: { [k: string]: unknown } }): IEditableCell;
+  deleteCell(index: number): void;
   /** One transaction: one step of the notebook's undo. */
   transact(f: () => void, undoable?: boolean): void;
   readonly undoManager?: { stopCapturing(): void } | null;
@@ -86,6 +93,28 @@ function oneStep(nb: IEditableNotebook, f: () => void): void {
   nb.undoManager?.stopCapturing();
 }
 
+/**
+ * Why an edit or a deletion cannot be made now (the cell is gone, or changed since the model read it), or null: then
+ * it can be reviewed. The cell's index comes with null.
+ */
+export function checkEdit(nb: IEditableNotebook, req: IReviewedEdit, readOnly = false): { refusal: IEditOutcome | null; index: number } {
+  if (readOnly) {
+    return { refusal: refused('the notebook is read-only here'), index: -1 };
+  }
+  if (req.op === 'edit' && req.source.length > MAX_EDIT_SOURCE) {
+    return { refusal: refused(`the new text is longer than ${MAX_EDIT_SOURCE.toLocaleString('en-US')} characters`), index: -1 };
+  }
+  const at = find(nb, req.cell);
+  if (at < 0) {
+    return { refusal: noCell(req.cell), index: -1 };
+  }
+  if (nb.cells[at].getSource() !== req.expect) {
+    const since = `cell ${shownId(req.cell)} changed since the model read it (the user edited it); read it again before`;
+    return { refusal: refused(`${since} ${req.op === 'edit' ? 'editing' : 'deleting'} it`), index: at };
+  }
+  return { refusal: null, index: at };
+}
+
 /** Carry out `req` on `nb` (or refuse it); never throws for a bad request. */
 export function applyEdit(nb: IEditableNotebook, req: IEditMessage, readOnly = false): IEditOutcome {
   if (req.op === 'invalid') {
@@ -94,16 +123,16 @@ export function applyEdit(nb: IEditableNotebook, req: IEditMessage, readOnly = f
   if (readOnly) {
     return refused('the notebook is read-only here');
   }
-  if (req.source.length > MAX_EDIT_SOURCE) {
-    return refused(`the new text is longer than ${MAX_EDIT_SOURCE.toLocaleString('en-US')} characters`);
-  }
   if (req.op === 'add') {
+    if (req.source.length > MAX_EDIT_SOURCE) {
+      return refused(`the new text is longer than ${MAX_EDIT_SOURCE.toLocaleString('en-US')} characters`);
+    }
     const at = find(nb, req.after);
     if (at < 0) {
       return noCell(req.after);
     }
     let added: IEditableCell | null = null;
-    const metadata = req.cell_type === 'code' ? { trusted: true } : {};
+    const metadata = req.cell_type === 'code' ? { trusted: true, tags: [MODEL_TAG] } : { tags: [MODEL_TAG] };
     oneStep(nb, () => {
       added = nb.insertCell(at + 1, { cell_type: req.cell_type, source: req.source, metadata });
     });
@@ -111,15 +140,16 @@ export function applyEdit(nb: IEditableNotebook, req: IEditMessage, readOnly = f
     const kind = req.cell_type === 'markdown' ? 'Markdown' : isPromptSource(req.source) ? 'prompt' : 'code';
     return { ok: true, cellId: id, message: `done: added a ${kind} cell ${shownId(id)} below ${shownId(req.after)} ${UNDO_NOTE}` };
   }
-  const at = find(nb, req.cell);
-  if (at < 0) {
-    return noCell(req.cell);
+  const { refusal, index } = checkEdit(nb, req);
+  if (refusal) {
+    return refusal;
   }
-  const cell = nb.cells[at];
+  const cell = nb.cells[index];
+  if (req.op === 'delete') {
+    oneStep(nb, () => nb.deleteCell(index));
+    return { ok: true, cellId: cell.id, message: `done: deleted cell ${shownId(cell.id)} ${UNDO_NOTE}` };
+  }
   const now = cell.getSource();
-  if (now !== req.expect) {
-    return refused(`cell ${shownId(req.cell)} changed since the model read it (the user edited it); read it again before editing it`);
-  }
   if (now === req.source) {
     return { ok: true, cellId: cell.id, message: `done: cell ${shownId(cell.id)} already holds that text; nothing changed` };
   }

@@ -46,6 +46,8 @@ export interface ReplyData {
   cell_id?: string;
   /** Python blocks of this answer the tool loop (auto mode) ran already: offered without "Insert and run". */
   ran_blocks?: string[];
+  /** The id of the cell this reply answers `%%prompt --fix` about: its python blocks offer to replace that cell. */
+  fixes?: string;
 }
 
 export interface PreviousReply {

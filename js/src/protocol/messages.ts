@@ -25,9 +25,12 @@
  *                                                        when a prompt found its server down or back up)
  *                       {type: 'binding', binding}           (after a pick: saved in `metadata.boopiter.binding`)
  *                       {type: 'preview', id, markdown, text} (the dry run: Markdown rendered untrusted)
- *                       {type: 'edit', id, op: 'add', after, source, cell_type}
- *                       {type: 'edit', id, op: 'edit', cell, source, expect}  (a change the model's notebook
- *                                                        tools ask for, confirmed in the kernel already)
+ *                       {type: 'edit', id, op: 'add', after, source, cell_type, prompt?}
+ *                       {type: 'edit', id, op: 'edit', cell, source, expect, prompt?}
+ *                       {type: 'edit', id, op: 'delete', cell, expect, prompt?}  (a change the model's notebook
+ *                                                        tools ask for, allowed by the kernel's guards; an edit or
+ *                                                        a deletion is then reviewed by the user in the cell)
+ *                       {type: 'edit_cancel', id}            (the kernel stopped waiting: the review is withdrawn)
  *                       {type: 'error', message}
  *
  * Everything that arrives is untrusted data: `parseKernelMessage` and `cleanBinding` (`parse.ts`) keep only
@@ -221,6 +224,8 @@ export interface IAddCellEdit {
   type: 'edit';
   id: string;
   op: 'add';
+  /** The prompt cell whose reply asks for it (its changes are undone together), if the kernel knows it. */
+  prompt?: string;
   /** The id of the cell the new one goes below. */
   after: string;
   source: string;
@@ -230,11 +235,28 @@ export interface IEditCellEdit {
   type: 'edit';
   id: string;
   op: 'edit';
+  prompt?: string;
   /** The id of the cell whose text is replaced. */
   cell: string;
   source: string;
   /** The cell's text as the model read it: the edit is refused unless the cell still holds exactly this. */
   expect: string;
+}
+export interface IDeleteCellEdit {
+  type: 'edit';
+  id: string;
+  op: 'delete';
+  prompt?: string;
+  cell: string;
+  /** The cell's text as the model read it. */
+  expect: string;
+}
+/** The changes the user reviews before they are made. */
+export type IReviewedEdit = IEditCellEdit | IDeleteCellEdit;
+/** The kernel stopped waiting for an edit (interrupted, or no answer in time): its review is withdrawn. */
+export interface IEditCancelMessage {
+  type: 'edit_cancel';
+  id: string;
 }
 /** An edit the kernel asks for whose fields are missing or wrong: answered with a refusal. */
 export interface IBadEdit {
@@ -243,5 +265,5 @@ export interface IBadEdit {
   op: 'invalid';
   problem: string;
 }
-export type IEditMessage = IAddCellEdit | IEditCellEdit | IBadEdit;
-export type KernelMessage = IStateMessage | IBindingMessage | IErrorMessage | IPreviewMessage | IEditMessage;
+export type IEditMessage = IAddCellEdit | IEditCellEdit | IDeleteCellEdit | IBadEdit;
+export type KernelMessage = IStateMessage | IBindingMessage | IErrorMessage | IPreviewMessage | IEditMessage | IEditCancelMessage;

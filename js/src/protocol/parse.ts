@@ -192,6 +192,8 @@ export function parseKernelMessage(data: unknown): KernelMessage | null {
         : null;
     case 'edit':
       return parseEdit(data);
+    case 'edit_cancel':
+      return typeof data.id === 'string' && data.id ? { type: 'edit_cancel', id: data.id } : null;
     default:
       return null;
   }
@@ -207,6 +209,10 @@ function parseEdit(data: Json): IEditMessage | null {
   }
   const bad = (problem: string): IBadEdit => ({ type: 'edit', id, op: 'invalid', problem });
   const strings = (...keys: string[]) => keys.find(k => typeof data[k] !== 'string');
+  if (data.prompt !== undefined && data.prompt !== null && (typeof data.prompt !== 'string' || data.prompt.length > 200)) {
+    return bad('`prompt` must be a cell id');
+  }
+  const prompt = typeof data.prompt === 'string' && data.prompt ? { prompt: data.prompt } : {};
   if (data.op === 'add') {
     const missing = strings('after', 'source');
     if (missing) {
@@ -220,6 +226,7 @@ function parseEdit(data: Json): IEditMessage | null {
       type: 'edit',
       id,
       op: 'add',
+      ...prompt,
       after: data.after as string,
       source: data.source as string,
       cell_type: cellType as 'code' | 'markdown'
@@ -234,10 +241,18 @@ function parseEdit(data: Json): IEditMessage | null {
       type: 'edit',
       id,
       op: 'edit',
+      ...prompt,
       cell: data.cell as string,
       source: data.source as string,
       expect: data.expect as string
     };
+  }
+  if (data.op === 'delete') {
+    const missing = strings('cell', 'expect');
+    if (missing) {
+      return bad(`\`${missing}\` must be text`);
+    }
+    return { type: 'edit', id, op: 'delete', ...prompt, cell: data.cell as string, expect: data.expect as string };
   }
   return bad(`unknown op ${JSON.stringify(typeof data.op === 'string' ? data.op.slice(0, 40) : data.op ?? null)}`);
 }
@@ -304,7 +319,7 @@ export function parseReplyBundle(data: unknown): ReplyBundle | null {
     summary: str(data.summary),
     details: strings(data.details)
   };
-  for (const k of ['finish_reason', 'note', 'warning', 'cell_id', 'kept', 'stale'] as const) {
+  for (const k of ['finish_reason', 'note', 'warning', 'cell_id', 'kept', 'stale', 'fixes'] as const) {
     if (typeof data[k] === 'string' && data[k]) {
       reply[k] = data[k] as string;
     }

@@ -15,14 +15,17 @@ function codeLanguage(pre: HTMLElement): string {
   return m ? m[1].toLowerCase() : (pre.dataset.language ?? code?.dataset.language ?? '').toLowerCase();
 }
 
-export type IconName = 'insert' | 'run' | 'copy' | 'stop';
+export type IconName = 'insert' | 'run' | 'copy' | 'stop' | 'replace';
 /** Text marks for the icons when no icon set is given (the unit tests). */
-const GLYPHS: { [K in IconName]: string } = { insert: '⤓', run: '▶', copy: '⧉', stop: '■' };
+const GLYPHS: { [K in IconName]: string } = { insert: '⤓', run: '▶', copy: '⧉', stop: '■', replace: '✎' };
 export type IconFactory = (name: IconName) => HTMLElement;
 export const textIcon: IconFactory = name => el('span', '', GLYPHS[name]);
 
-/** Each code block gets its actions: Insert below and Insert and run (blocks the kernel can run), Copy. */
-export function addCodeActions(host: HTMLElement, inNotebook: boolean, icon: IconFactory = textIcon): void {
+/**
+ * Each code block gets its actions: Insert below and Insert and run (blocks the kernel can run), Copy; and in a fix
+ * (`fixes`), python blocks first offer Fix the cell (the cell the fix is for, once its diff is accepted).
+ */
+export function addCodeActions(host: HTMLElement, inNotebook: boolean, icon: IconFactory = textIcon, fixes = false): void {
   for (const pre of Array.from(host.querySelectorAll('pre'))) {
     if (pre.parentElement?.classList.contains('boop-Code')) {
       continue;
@@ -46,6 +49,9 @@ export function addCodeActions(host: HTMLElement, inNotebook: boolean, icon: Ico
       return b;
     };
     const cell = cellSource(language, '');
+    if (inNotebook && fixes && cell !== null && !cell) {
+      bar.append(button('replace', 'Fix the cell', 'Put this code in the cell that failed, after you review the change, and run it'));
+    }
     if (inNotebook && cell !== null) {
       const as = cell ? ` as a ${cell.trim()} cell` : ' as a new code cell';
       bar.append(button('insert', 'Insert', `Insert below the prompt${as}`));

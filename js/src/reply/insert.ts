@@ -82,11 +82,18 @@ export async function insertBelow(target: ICellTarget, code: string, run: boolea
     }
   }
   if (run) {
-    // the notebook's own run: the cell gets its execution count and the notebook records what ran
-    if (typeof NotebookActions.runCells === 'function') {
-      await NotebookActions.runCells(nb, [inserted], panel.sessionContext);
-    } else {
-      await NotebookActions.run(nb, panel.sessionContext);
-    }
+    await runCell(panel, inserted);
   }
+}
+
+/** Run `cell` with the notebook's own run: it gets its execution count, and the notebook records what ran. */
+export async function runCell(panel: NotebookPanel, cell: Cell): Promise<void> {
+  const nb = panel.content;
+  if (typeof NotebookActions.runCells === 'function') {
+    await NotebookActions.runCells(nb, [cell], panel.sessionContext);
+    return;
+  }
+  nb.deselectAll();
+  nb.activeCellIndex = nb.widgets.indexOf(cell);
+  await NotebookActions.run(nb, panel.sessionContext);
 }

@@ -43,6 +43,8 @@ export interface IBlocksOwner {
   ran(): ReadonlySet<string>;
   /** A render pass ended: keep the reply's end in view. */
   rendered(): void;
+  /** Whether the reply is a fix for a cell (`fixes`): its python blocks offer to replace that cell. */
+  fixes?(): boolean;
 }
 
 interface Slot {
@@ -296,7 +298,7 @@ export class MarkdownBlocks {
     }
     dropRemote(host);
     demoteHeadings(host);
-    addCodeActions(host, this._inNotebook(), this._hooks.icon);
+    addCodeActions(host, this._inNotebook(), this._hooks.icon, this._owner.fixes?.() ?? false);
     markRanBlocks(host, this._owner.ran());
     slot.el.replaceChildren(host);
     slot.shown = source;

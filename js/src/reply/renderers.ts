@@ -11,7 +11,7 @@ import { Clipboard, Sanitizer } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { renderMarkdown } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
-import { addBelowIcon, copyIcon, runIcon, stopIcon } from '@jupyterlab/ui-components';
+import { addBelowIcon, copyIcon, editIcon, runIcon, stopIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { brainIcon } from '../icons';
@@ -19,14 +19,14 @@ import { bindingText } from '../menu/labels';
 import { REPLY_MIME, SETTINGS_MIME, WIDGET_MIME } from '../protocol/constants';
 import { ReplyBundle } from '../protocol/bundles';
 import { cleanBinding, parseReplyBundle } from '../protocol/parse';
-import { stopReply } from '../channel/stop';
+import { replaceCell, stopReply } from '../channel/stop';
 import { findCell, insertBelow } from './insert';
 import { drawPlaceholder, PLACEHOLDER_CLASS } from './placeholder';
 import { replyMarkdownOptions, replySanitizer } from './sanitizer';
 import { askAgain } from './askagain';
 import { IReplyActions, ReplyView } from './view';
 
-const ICONS = { insert: addBelowIcon, run: runIcon, copy: copyIcon, stop: stopIcon };
+const ICONS = { insert: addBelowIcon, run: runIcon, copy: copyIcon, stop: stopIcon, replace: editIcon };
 /** Jupyter's sanitizer, an instance of our own (no setting of the notebook's loosens it), with the reply's options. */
 const REPLY_SANITIZER = replySanitizer(new Sanitizer());
 
@@ -121,7 +121,11 @@ export class ReplyRenderer extends Widget implements IRenderMime.IRenderer {
     return {
       insert: (code, run, after) => insertBelow(target, code, run, after),
       stop: () => stopReply(target.panel, cellId ?? target.cell.model.id), // boopiter's Stop (channel/stop.ts)
-      fresh: () => askAgain(target.panel, target.cell, cellId ?? target.cell.model.id) // Ask again (stale.ts)
+      fresh: () => askAgain(target.panel, target.cell, cellId ?? target.cell.model.id), // Ask again (stale.ts)
+      replace:
+        data && data.kind === 'reply' && data.fixes
+          ? code => replaceCell(target.panel, cellId ?? target.cell.model.id, data.fixes!, code) // a fix's cell (stop.ts)
+          : undefined
     };
   }
 

@@ -36,6 +36,8 @@ export interface IReplyActions {
   stop(): Promise<void>;
   /** Ask again (a stale reply's action, `stale.ts`): false if the kernel could not hear it. */
   fresh?(): Promise<boolean>;
+  /** Put `code` in the cell the reply is a fix for, once the user accepts the diff, and run it; one line for the button. */
+  replace?(code: string): Promise<string>;
 }
 
 export class ReplyView {
@@ -53,7 +55,8 @@ export class ReplyView {
       now: this._now,
       live: () => this._data?.kind === 'reply' && isLive(this._data.status),
       ran: () => this._ran,
-      rendered: () => this._scheduleKeep()
+      rendered: () => this._scheduleKeep(),
+      fixes: () => this._data?.kind === 'reply' && !!this._data.fixes
     });
   }
 
@@ -299,6 +302,24 @@ export class ReplyView {
     const actions = this._hooks.actions(this.node);
     if (!actions) {
       flash(button, 'Not in a notebook');
+      return;
+    }
+    if (action === 'replace') {
+      if (!actions.replace) {
+        flash(button, 'That cell is gone');
+        return;
+      }
+      button.disabled = true;
+      actions.replace(code).then(
+        said => {
+          button.disabled = false;
+          flash(button, said);
+        },
+        () => {
+          button.disabled = false;
+          flash(button, 'Could not change the cell');
+        }
+      );
       return;
     }
     const run = action === 'run';

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { applyEdit, diffRange, IEditableCell, IEditableNotebook, MAX_EDIT_SOURCE } from '../../src/channel/edits';
-import { IEditMessage } from '../../src/protocol/messages';
+import { applyEdit, checkEdit, diffRange, IEditableCell, IEditableNotebook, MAX_EDIT_SOURCE } from '../../src/channel/edits';
+import { Journal } from '../../src/channel/journal';
+import { IEditMessage, IReviewedEdit } from '../../src/protocol/messages';
 import { parseKernelMessage } from '../../src/protocol/parse';
 
 class CellStub implements IEditableCell {
-  constructor(readonly id: string, readonly cell_type: string, public source: string, public metadata: object = {}) {}
+  constructor(readonly id: string, readonly cell_type: string, public source: string, public metadata: { [k: string]: unknown } = {}) {}
   updates: [number, number, string][] = [];
   getSource(): string {
     return this.source;
@@ -28,7 +29,13 @@ class NotebookStub implements IEditableNotebook {
     this._open = false;
     this.log.push('end');
   }
-  insertCell(index: number, cell: { cell_type: string; source: string; metadata?: object }): IEditableCell {
+  deleteCell(index: number): void {
+    if (!this._open) {
+      throw new Error('delete outside a transaction');
+    }
+    this.cells.splice(index, 1);
+  }
+  insertCell(index: number, cell: { cell_type: string; source: string; metadata?: { [k: string]: unknown } }): IEditableCell {
     if (!this._open) {
       throw new Error('insert outside a transaction');
     }
@@ -51,7 +58,7 @@ describe('applyEdit: add', () => {
     const out = applyEdit(nb, edit({ op: 'add', after: 'c1', source: 'z = 3', cell_type: 'code' }));
     expect(out).toEqual({ ok: true, cellId: 'new1', message: 'done: added a code cell new1 below c1 (Undo in the notebook reverts it)' });
     expect(nb.sources()).toEqual(['x = 1', 'z = 3', '# Notes', 'raw', 'y = 2']);
-    expect(nb.cells[1].metadata).toEqual({ trusted: true });
+    expect(nb.cells[1].metadata).toEqual({ trusted: true, tags: ['boop-model'] }); // the model's cell, marked
     expect(nb.log).toEqual(['stop', 'begin undoable', 'end', 'stop']);
   });
 
@@ -116,7 +123,9 @@ describe('applyEdit: edit', () => {
 describe('applyEdit: refusals of the request itself', () => {
   it('refuses an unknown op, missing fields, a read-only notebook and too long a text', () => {
     const nb = notebook();
-    expect(applyEdit(nb, edit({ op: 'delete', cell: 'c1' })).message).toBe('refused: unknown op "delete"');
+    expect(applyEdit(nb, edit({ op: 'move', cell: 'c1' })).message).toBe('refused: unknown op "move"');
+    expect(applyEdit(nb, edit({ op: 'delete', cell: 'c1' })).message).toBe('refused: `expect` must be text');
+    expect(applyEdit(nb, edit({ op: 'add', after: 'c1', source: 'x', prompt: 7 })).message).toBe('refused: `prompt` must be a cell id');
     expect(applyEdit(nb, edit({ op: 'edit', cell: 'c1', source: 'x' })).message).toBe('refused: `expect` must be text');
     expect(applyEdit(nb, edit({ op: 'edit', cell: 'c1', source: 'x', expect: 'x = 1' }), true).message).toBe(
       'refused: the notebook is read-only here'
@@ -148,5 +157,72 @@ describe('diffRange', () => {
     const r = diffRange(before, after);
     expect(before.slice(0, r.start) + r.text + before.slice(r.end)).toBe(after);
     expect(r.text).toBe('😃');
+  });
+});
+
+describe('applyEdit: delete', () => {
+  it('deletes the cell when it still holds what the model read, in one undo step', () => {
+    const nb = notebook();
+    const out = applyEdit(nb, edit({ op: 'delete', cell: 'm2', expect: '# Notes', prompt: 'p9' }));
+    expect(out).toEqual({ ok: true, cellId: 'm2', message: 'done: deleted cell m2 (Undo in the notebook reverts it)' });
+    expect(nb.sources()).toEqual(['x = 1', 'raw', 'y = 2']);
+    expect(nb.log).toEqual(['stop', 'begin undoable', 'end', 'stop']);
+  });
+
+  it('refuses a cell that changed since, or is gone, deleting nothing', () => {
+    const nb = notebook();
+    expect(applyEdit(nb, edit({ op: 'delete', cell: 'c1', expect: 'x = 0' })).message).toMatch(
+      /^refused: cell c1 changed since the model read it \(the user edited it\); read it again before deleting it$/
+    );
+    expect(applyEdit(nb, edit({ op: 'delete', cell: 'r3', expect: 'raw' })).ok).toBe(false); // a raw cell is not the model's to touch
+    expect(nb.sources()).toEqual(['x = 1', '# Notes', 'raw', 'y = 2']);
+  });
+});
+
+describe('checkEdit', () => {
+  it('says why a reviewed change cannot be made now, else where its cell is', () => {
+    const nb = notebook();
+    expect(checkEdit(nb, edit({ op: 'edit', cell: 'c4', source: 'y = 3', expect: 'y = 2' }) as IReviewedEdit)).toEqual({ refusal: null, index: 3 });
+    expect(checkEdit(nb, edit({ op: 'edit', cell: 'c4', source: 'y', expect: 'y = 2' }) as IReviewedEdit, true).refusal!.message).toBe(
+      'refused: the notebook is read-only here'
+    );
+    expect(checkEdit(nb, edit({ op: 'delete', cell: 'zz', expect: '' }) as IReviewedEdit).refusal!.message).toMatch(/no code or Markdown cell zz/);
+  });
+});
+
+describe('Journal', () => {
+  const add = (nb: NotebookStub, after: string, source: string) =>
+    applyEdit(nb, edit({ op: 'add', after, source, cell_type: 'code' })).cellId!;
+
+  it("undoes a prompt's changes, the last first, as one transaction: adds, edits and a deletion", () => {
+    const nb = notebook();
+    const j = new Journal();
+    const id = add(nb, 'c1', 'z = 3');
+    j.record('p', { op: 'add', cellId: id, source: 'z = 3' });
+    applyEdit(nb, edit({ op: 'edit', cell: 'c4', source: 'y = 20', expect: 'y = 2' }));
+    j.record('p', { op: 'edit', cellId: 'c4', before: 'y = 2', after: 'y = 20' });
+    applyEdit(nb, edit({ op: 'delete', cell: 'm2', expect: '# Notes' }));
+    j.record('p', { op: 'delete', index: 2, afterId: id, cell: { cell_type: 'markdown', source: '# Notes', metadata: {} } });
+    j.record('other', { op: 'add', cellId: 'c1', source: 'x = 1' }); // another prompt's: untouched
+    expect(j.count('p')).toBe(3);
+    expect(nb.sources()).toEqual(['x = 1', 'z = 3', 'raw', 'y = 20']);
+    nb.log = [];
+    expect(j.undo(nb, 'p')).toBe('Undone: 3 changes.');
+    expect(nb.sources()).toEqual(['x = 1', '# Notes', 'raw', 'y = 2']);
+    expect(nb.log).toEqual(['stop', 'begin undoable', 'end', 'stop']);
+    expect(j.count('p')).toBe(0);
+    expect(j.undo(nb, 'p')).toBe('Undone: 0 changes.'); // once
+  });
+
+  it('keeps what the user changed since, and says so', () => {
+    const nb = notebook();
+    const j = new Journal();
+    const id = add(nb, 'c1', 'z = 3');
+    j.record('p', { op: 'add', cellId: id, source: 'z = 3' });
+    j.record('p', { op: 'edit', cellId: 'c4', before: 'y = 1', after: 'y = 2' });
+    nb.cells[1].source = 'z = 3  # mine now';
+    nb.cells[4].source = 'y = 2  # typed';
+    expect(j.undo(nb, 'p')).toBe('Undone: 0 changes; 2 cells you changed since kept as you left them.');
+    expect(nb.sources()).toEqual(['x = 1', 'z = 3  # mine now', '# Notes', 'raw', 'y = 2  # typed']);
   });
 });

@@ -39,6 +39,8 @@ const READERS: { [name: string]: ((v: unknown) => unknown) | null } = {
   'kernel.preview': parseKernelMessage,
   'kernel.edit_add': parseKernelMessage,
   'kernel.edit_edit': parseKernelMessage,
+  'kernel.edit_delete': parseKernelMessage,
+  'kernel.edit_cancel': parseKernelMessage,
   'kernel.error': parseKernelMessage,
   'bundle.reply': parseReplyBundle,
   'bundle.tool_round': parseReplyBundle,
@@ -203,8 +205,18 @@ async function frontendMessages(): Promise<unknown[]> {
   await dry;
   expect(channel.stop('c1')).toBe(true);
   expect(channel.fresh('c1')).toBe(true);
-  comm.answer({ type: 'edit', id: 'e1', op: 'edit', cell: 'c1', source: 'total = 1234 * 3', expect: 'total = 1234 * 2' });
+  // a view of the notebook, where the user reviews an edit: its first cell's node
+  const cellNode = document.createElement('div');
+  document.body.append(cellNode);
+  const widget = { model: { id: 'c1' }, node: cellNode, addClass: () => undefined, removeClass: () => undefined };
+  const view = { content: { widgets: [widget], scrollToItem: () => undefined }, disposed: { connect: () => undefined } };
+  channel.addView(view as any);
+  comm.answer({ type: 'edit', id: 'e1', op: 'edit', cell: 'c1', source: 'total = 1234 * 3', expect: 'total = 1234 * 2', prompt: 'p1' });
+  await flush();
+  (cellNode.querySelector('.boop-Review-accept') as HTMLButtonElement).click(); // the user accepts the diff
+  await flush();
   comm.answer({ type: 'edit', id: 'e2', op: 'edit', cell: 'c1', source: 'total = 0', expect: 'total = 1234 * 2' });
+  await flush();
   channel.dispose();
   return sent;
 }

@@ -117,6 +117,25 @@ describe('ReplyView', () => {
     expect(insert).toHaveBeenCalledTimes(3);
   });
 
+  it("a fix's python blocks offer Fix the cell first, which hands the code over and says what became of it", async () => {
+    const replace = vi.fn(async () => 'Fixed ✓ · running');
+    const { view } = makeView({ insert: async () => undefined, stop: async () => undefined, replace });
+    const blocks = ['```python\nx = 1\n```', '```bash\nls\n```'];
+    await view.update(reply(blocks, { status: 'done', fixes: 'c7' }));
+    const bars = view.node.querySelectorAll('.boop-CodeActions');
+    const actions = (i: number) => Array.from(bars[i].querySelectorAll('button')).map(b => b.dataset.boopAction);
+    expect(actions(0)).toEqual(['replace', 'insert', 'run', 'copy']);
+    expect(actions(1)).toEqual(['insert', 'run', 'copy']); // a shell block fixes no python cell
+    (bars[0].querySelector('[data-boop-action=replace]') as HTMLElement).click();
+    expect(replace).toHaveBeenCalledWith('x = 1');
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(bars[0].querySelector('[data-boop-action=replace]')!.textContent).toContain('Fixed ✓ · running');
+    const plain = makeView({ insert: async () => undefined, stop: async () => undefined });
+    await plain.view.update(reply(blocks, { status: 'done' })); // not a fix: no such button
+    expect(plain.view.node.querySelector('[data-boop-action=replace]')).toBeNull();
+  });
+
   it("runs a block inserted while its reply streams only once the reply has ended, and says so", async () => {
     const insert = vi.fn(async (_code: string, _run: boolean, after?: Promise<void>) => { await after; });
     const { view } = makeView({ insert, stop: async () => undefined });
