@@ -5,7 +5,7 @@
  */
 
 import { el } from '../dom';
-import { folded, lineDiff } from '../channel/diff';
+import { folded, lineDiff } from './diff';
 
 export interface IReviewOptions {
   /** What is proposed, in one line ("The model proposes this change"). */

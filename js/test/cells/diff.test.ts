@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { folded, lineDiff, MAX_CELLS, sideOf } from '../../src/channel/diff';
+import { folded, lineDiff, MAX_CELLS, sideOf } from '../../src/cells/diff';
 
 /** A seeded generator (mulberry32), so a failure names the seed that found it. */
 function rng(seed: number): () => number {
