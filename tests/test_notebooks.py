@@ -142,6 +142,7 @@ def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     srv.script('```python\nnth_prime(100)\nnth_prime(20000)\n```')   # the second out of its bounds: told so, not run
     srv.script('The 100th prime is 541; the tool stops at the 10,000th, so I cannot give the 20,000th.')
     srv.script("`prices` has no key 'coffee'. Add it first:\n\n```python\nprices['coffee'] = 4.0\nprices['coffee'] * 2\n```")
+    srv.script('```python\nx = [1, 2, 3]\nsum(x) / len(x)\n```')
     nb = run_howto(tmp_path, '04_tools.ipynb')
     cell = {c.source.splitlines()[-1]: c for c in nb.cells if c.cell_type == 'code'}
     def trace(key): return next(o['metadata']['boopiter']['tool_loop'] for o in cell[key].outputs
@@ -160,7 +161,9 @@ def test_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert 'n:int,  # Which prime: 1 is 2, 2 is 3, ...; from 1 to 10000' in srv.chats()[-3]['messages'][0]['content']
     fix = cell['%boop fix'].outputs
     assert fix[-1]['data']['text/plain'].startswith("`prices` has no key 'coffee'")
-    assert "failed with `KeyError: 'coffee'`. Why did it fail" in srv.last_chat()['messages'][-1]['content']
+    assert "failed with `KeyError: 'coffee'`. Why did it fail" in srv.chats()[-2]['messages'][-1]['content']
+    agent = cell['What is the mean of 1, 2 and 3? Compute it in cells.'].outputs   # headless: no page to run cells
+    assert agent[0]['text'].startswith('Agent mode needs the boopiter extension') and 'x = [1, 2, 3]' in agent[-1]['data']['text/plain']
 
 
 def test_deaddrop_howto_answers_through_files(tmp_path, monkeypatch):

@@ -166,8 +166,15 @@ def comm_messages(w)->dict:
         return w.channel.edit(dict(op='delete', cell='m1', expect='# Notes\nThe total is wrong.'), timeout=0.05)
     told = contextvars.copy_context().run(asked_by_p1)
     assert told == (False, 'the user did not accept the change within 0.05 s, so it was not made')
+    w.answer_edit = lambda data: dict(type='edit_result', id=data['id'], ok=True, message='done: ran', status='ran', cell='c9')
+    ran = w.channel.step(dict(op='run', source='x = 1', agent='a1', attend=False, reason=''), threading.Event())
+    assert ran == dict(status='ran', cell='c9')   # agent mode's step: what became of the cell
+    w.answer_edit = lambda data: dict(type='edit_result', id=data['id'], ok=True, message='?', status='exploded', cell='x' * 999)
+    assert w.channel.step(dict(op='run', source='y', agent='a1', attend=True, reason='it calls eval'), threading.Event()) == \
+        dict(status='stopped', cell='')   # the page's word, kept only as the protocol has it
     got += [d for _, d in w.comm.out if d.get('type') in ('edit', 'edit_cancel')]
-    assert [d['op'] for d in got if d['type'] == 'edit'] == ['edit', 'add', 'add', 'delete'] and got[-2]['prompt'] == 'p1'
+    assert [d['op'] for d in got if d['type'] == 'edit'] == ['edit', 'add', 'add', 'delete', 'run', 'run']
+    assert [d.get('prompt') for d in got if d['type'] == 'edit'][3] == 'p1'
     return got
 
 

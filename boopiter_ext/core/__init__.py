@@ -15,5 +15,6 @@ below):
 - structured.py: a schema (JSON Schema, dataclass, TypedDict, pydantic) as what a route constrains, the reply as its value
 - batch.py: many items: templates, lanes at each server's limit, order kept, failures in place, interrupts, progress
 - fixing.py: from an error to a question about it (`%boop fix`): the cell that failed, and the prompt
+- agent.py: agent mode: the model's blocks run as cells on the user's clicks, their outputs back to it, until it answers
 - menu.py: what the brain menu shows, as data: who answers and why, the picks, the models, the options
 """

@@ -52,6 +52,14 @@ def folder(nb)->Path|None:
     return None if root.resolve() in (Path('/'), Path.home().resolve()) else root
 
 
+AGENT_NEEDS = ('agent mode runs the code as cells of the notebook: it needs the boopiter extension in JupyterLab or '
+               'Notebook 7 (here its code is offered as blocks), and is not combined with auto mode')
+
+
+class _Ended(Exception):
+    "Agent mode's first reply was not asked of the model (a saved reply shown again): nothing runs again."
+
+
 @dataclass
 class Answer:
     "What answering a prompt gave: the last reply, and its python blocks that no tool loop ran (for Run buttons)."
@@ -108,6 +116,7 @@ class Assistant:
         self._binding, self._pushed, self._told, self.stopped = None, {}, set(), False
         self.shown = None   # the notebook's cells as its frontend shows them (the extension sends them), if it does
         self.edit = None    # edit(request) -> (ok, message): a change carried out by the frontend (the channel's)
+        self.step = None    # step(request, stopped) -> result dict or None: a cell run by the frontend (agent mode)
         self._windows = {}  # model -> the largest context window asked of it in this kernel
         self._lock = threading.RLock()   # a comm thread and the main one may pick at once
         self.listeners = []   # listener(binding) after every change of the binding: displays, the channel, the menu
@@ -332,6 +341,7 @@ class Assistant:
                fault=None,            # fault(exception): a background reply's fault, shown in its cell
                must_call:str=None,    # In auto mode, the first reply must call a tool: '*' any, or the one named
                fixes:str=None,        # The id of the cell this prompt asks to fix: the page offers the reply's code for it
+               agent:bool=False,      # Agent mode: the reply's code runs as cells of the notebook, on the user's clicks
               )->Answer:
         """Resolve the model, offer the tools, build the context, and stream the reply (or run the tool loop). With
         `background`, a reply asked of the model streams on after this returns (`self.background`); its `reply` is
@@ -342,6 +352,9 @@ class Assistant:
             self._seen(picked_model(settings)[0] or None, settings, e)
             raise
         if fixes: p['route']['fixes'] = fixes
+        if agent and self.step is not None and not p['auto']: return Answer(self._agent(p, settings, view, fault))
+        if agent:   # said in the reply; the code is offered under its buttons as usual
+            p['route']['note'] = '; '.join(filter(None, [p['route']['note'], AGENT_NEEDS]))
         reply = self.respond(p, question, settings, view, show, confirm, background, fault, must_call)
         return Answer(reply, self._unrun_blocks(reply, p['tools']) if reply.status != 'streaming' else [])
 
@@ -520,6 +533,70 @@ class Assistant:
                                  + (f' (this model takes up to {model_max:,}).' if model_max and model_max > window else '.'))
         return msgs, ledger
 
+    # -- agent mode (agent.py): the reply's code runs as cells, on the user's clicks, its outputs back to the model
+    def _agent(self, p, settings, view, fault)->'Reply':
+        """Agent mode, on a thread of its own (the page runs the model's cells meanwhile, on the kernel's main thread):
+        one reply view holds every round, so the notebook saves it whole under the first request's digest; a rerun
+        shows that saved reply again and runs nothing (the cells it made are in the notebook, below it)."""
+        import uuid
+        from ..context.build import cell_text, estimate_tokens
+        from ..context.messages import msg_text
+        from ..models.stream import Reply
+        from ..tools.screening import quarantine, screen_output
+        from .agent import run_agent, steps_line
+        model, info, route, ledger, cell = p['model'], p['info'], p['route'], p['ledger'], self.current
+        cell_id, agent_id, last, ran = getattr(cell, 'cell_id', None), uuid.uuid4().hex, {}, []
+        def viewing(route, ledger):
+            last['view'] = view(route, ledger)
+            return last['view']
+        def recorded(): last['output'] = cell.outputs[-1] if cell is not None and cell.outputs else None
+        def ask(msgs, rnd):
+            if rnd == 1:
+                reply = self._stream(model, msgs, settings, info, route, ledger, viewing, raise_interrupt=False)
+                if reply.via != 'asked': raise _Ended()
+            else:   # the same view, the transcript so far first: one reply in the record
+                shown = last['view']
+                shown.ledger = {**shown.ledger, 'window': self.window(
+                    model, sum(estimate_tokens(msg_text(m)) for m in msgs) + ledger['reserve'], info, settings)}
+                if last['output'] in getattr(cell, 'outputs', ()): cell.outputs.remove(last['output'])
+                seed = Reply.continuing(last['reply'], f"\n\n*{steps_line(last['steps'])}*\n\n")
+                seed.info['ran_blocks'] = list(ran)
+                reply, _ = self._ask(model, msgs, settings, info, shown, False, cell, reply=seed)
+            recorded()
+            last['reply'] = reply
+            return reply
+        def step(code, reason, rnd):
+            stopper = self._replying(cell_id)   # the reply's Stop ends the wait for a click
+            try: got = self.step(dict(op='run', source=code.rstrip('\n'), agent=agent_id, attend=bool(reason), reason=reason),
+                                 stopper.event) or {}
+            finally:
+                with self._lock:
+                    if self._stopper is stopper: self._stopper = None
+            status, made = got.get('status') or 'stopped', got.get('cell') or ''
+            if status != 'ran': return status, made, ''
+            ran.append(code)
+            rec = next((c for c in reversed(self.cells.cells()) if made and c.cell_id == made), None)
+            if rec is None: return 'ran', made, '(it ran; its outputs were not recorded)'
+            failed = any(isinstance(o, dict) and o.get('output_type') == 'error' for o in rec.outputs)
+            return 'failed' if failed else 'ran', made, cell_text(rec)[0]
+        def screen(text):
+            return quarantine(text, labels) if (labels := screen_output(text)) else text
+        def job(cancelled):
+            if cancelled.is_set(): return
+            self.here(cell)
+            try: result = run_agent(ask, p['msgs'], step, settings['max_rounds'], screen,
+                                    on_steps=lambda done: last.__setitem__('steps', done))
+            except _Ended: return   # a saved reply shown again: the cells it made are in the notebook already
+            reply, made = result.reply, result.cells
+            said = f'agent mode: {len(made)} cell{"s" * (len(made) != 1)} made' + (f' ({", ".join(made)})' if made else '')
+            reply.note = '; '.join(filter(None, [reply.note, f'{said}; ended: {result.stop}']))
+            reply.info['ran_blocks'] = list(ran)
+            if 'view' in last and last.get('output') is not None:   # the last update, with the note: recorded in its place
+                if last['output'] in cell.outputs: cell.outputs.remove(last['output'])
+                self._record(last['view'].final(reply), cell)
+        self.background.start(job, cell_id, fault)
+        return Reply(model)
+
     # -- one reply: replayed, reused or asked (replay.py, stream.py)
     def _stream(self, model, msgs, settings, info, route, ledger, view, raise_interrupt=True, first=True,
                 background=False, fault=None, fmt=None, stopper=None):
@@ -589,13 +666,14 @@ class Assistant:
             view.waiting(model, progress=PromptProgress(self.router.local, (view.ledger or {}).get('tokens') or 0))
         else: view.waiting(model)
 
-    def _ask(self, model, msgs, settings, info, view, raise_interrupt=True, cell=None, stopper=None, fmt=None)->tuple:
+    def _ask(self, model, msgs, settings, info, view, raise_interrupt=True, cell=None, stopper=None, fmt=None,
+             reply=None)->tuple:
         """(reply, output): the model's reply streamed into `view` (its waiting line shown: `_waiting`), recorded in
         `cell` (the running cell's by default); faults keep the partial reply and raise one paragraph. The frontend's
-        Stop reaches it (`stop`)."""
+        Stop reaches it (`stop`). `reply`: the one to stream into (agent mode's, carrying its earlier rounds)."""
         from ..models.stream import Reply, pump, watching
         current = cell or self.current
-        reply, events, err = Reply(model), None, None
+        reply, events, err = reply or Reply(model), None, None
         stop = stopper or self._replying(getattr(current, 'cell_id', None))
         try:
             meta = dict(notebook=str(self.notebook() or ''), cell_id=getattr(current, 'cell_id', None))

@@ -20,7 +20,8 @@ target, `boopiter`, in both directions; JSON messages with a `type` (js/src/prot
                                                                   ends now, as *interrupted*, and the cell without an
                                                                   error (sent over the comm's subshell, so it is read
                                                                   while the prompt cell runs; no answer)
-                         {type: 'edit_result', id, ok, message}   what the notebook did with an `edit`
+                         {type: 'edit_result', id, ok, message, status?, cell?}   what the notebook did with an
+                                                                  `edit`; for `run`: ran, skipped or stopped, the cell
                          {type: 'fresh', cell_id}                 the reply view's Ask again: the next run of that
                                                                   prompt cell asks the model (sent before the run)
     kernel -> frontend   {type: 'state', version: 1, state}       `menu.menu_state`: after hello, picks, refresh, allow,
@@ -37,8 +38,13 @@ target, `boopiter`, in both directions; JSON messages with a `type` (js/src/prot
                                                                   in the cell, refused unless the cell's text is still
                                                                   `expect`; `prompt`: the prompt cell asking, whose bar
                                                                   undoes its reply's changes as one step
+                         {type: 'edit', id, op: 'run', prompt, source, agent, attend, reason}   agent mode: put the
+                                                                  model's cell below the prompt (after its earlier
+                                                                  ones), run it on the user's Run (or under "the rest
+                                                                  of this reply" of `agent`, unless `attend`: then it
+                                                                  asks every time, saying `reason`)
                          {type: 'edit_cancel', id}                the kernel stopped waiting for that edit (interrupt,
-                                                                  or no answer in time): its review is withdrawn
+                                                                  Stop, or no answer in time): its review is withdrawn
                          {type: 'error', message}                 one line, for the menu to show
 
 The kernel registers the target when the extension loads (so a frontend opens a comm on every page load, kernel
@@ -201,6 +207,30 @@ class Channel:
             raise
         finally: self._edits.pop(rid, None)
         return bool(result.get('ok')), str(result.get('message') or ('done' if result.get('ok') else 'refused'))[:500]
+
+    def step(self,
+             request:dict,               # `op: 'run'` and its fields (see the protocol above)
+             stopped:threading.Event,    # Set when the user stops the reply: the wait ends, the step is withdrawn
+            )->dict|None:                # The page's `edit_result` ({status, cell, ...}); None: stopped, or no page
+        """Ask the frontend to put a cell of the model's below the prompt and run it once the user says (agent mode),
+        and wait for what became of it: as long as the user takes to decide and the cell to run, until Stop, or until
+        the page is gone."""
+        comm = self._last if self._last is not None and self._last.comm_id in self.comms else None
+        if comm is None or not self.connected: return None
+        rid, done = uuid.uuid4().hex, threading.Event()
+        self._edits[rid] = [done, None]
+        prompt = getattr(self.assistant.current, 'cell_id', None)
+        self._send(comm, dict(request, type='edit', id=rid, **({'prompt': prompt} if prompt else {})))
+        try:
+            while not done.wait(0.2):
+                if stopped.is_set() or not self.connected or comm.comm_id not in self.comms:
+                    self._send(comm, dict(type='edit_cancel', id=rid))
+                    return None
+            got = self._edits[rid][1]   # the page's word: untrusted, kept only as the protocol has it
+        finally: self._edits.pop(rid, None)
+        cell = got.get('cell')
+        return dict(status=got.get('status') if got.get('status') in ('ran', 'skipped', 'stopped') else 'stopped',
+                    cell=cell if isinstance(cell, str) and 0 < len(cell) <= 200 else '')
 
     def _edited(self, data):
         pending = self._edits.get(data.get('id'))

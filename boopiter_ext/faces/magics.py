@@ -265,6 +265,10 @@ class BoopMagics(Magics):
                                                   "setting, for this cell).")
     @argument('--dry-run', action='store_true', help="Show exactly what would be sent (messages, context ledger, "
                                                     "tokens, images, tools) and send nothing.")
+    @argument('--agent', action='store_true', help="Run the reply's python blocks as cells below this one, each on "
+                                                  "your click (Run, Skip, Stop, or the rest of this reply), and hand "
+                                                  "their outputs back to the model until it answers (JupyterLab, "
+                                                  "Notebook 7).")
     @argument('--fix', nargs='?', const='above', metavar='N', help="Ask why a cell failed and how to fix it: the cell "
                                                                   "above if it failed, else the last that failed, or "
                                                                   "the one that ran as [N]; the lines below ask it.")
@@ -304,11 +308,16 @@ class BoopMagics(Magics):
         fault, bg = lambda e: show_fault(self.shell, e), self.assistant.background
         cell_id = getattr(self.recorder.current, 'cell_id', None)
         if cell_id and bg.holds(cell_id): self.assistant.stop(cell_id)   # run again: its earlier reply ends first
-        if later and bg.running: return queue_prompt(self, question, settings, not args.no_context, fault)
+        if later and bg.running and not args.agent: return queue_prompt(self, question, settings, not args.no_context, fault)
         if self.kernel: wait_for_reply(self.assistant)   # the cell ends with its reply: after those streaming
+        # agent mode: the page runs the model's cells, so this cell ends at once; without a page the code is offered
+        self.assistant.step = self.channel.step if args.agent and self.channel is not None and self.channel.connected else None
+        if args.agent and self.assistant.step is None:
+            print('Agent mode needs the boopiter extension in JupyterLab or Notebook 7 to run cells: the code is offered below.')
         got = self.assistant.answer(question, settings, view=view, show=self._show_raw,
                                     with_context=not args.no_context, confirm=confirm_by_input, background=later,
-                                    fault=fault, must_call=args.must_call, fixes=fixes)
+                                    fault=fault, must_call=args.must_call, fixes=fixes, agent=args.agent)
+        if got.reply.status == 'streaming' and args.agent: return   # its loop runs on; the cells come below
         self._offer_code(got, args.insert)
 
     def preview_cell(self, source:str)->tuple:

@@ -45,6 +45,20 @@ class Reply:
         self._in_think, self._held, self._started = False, '', False   # _started: the answer has non-space text
         self._opened = None   # (reasoning parts, reasoning chunks) when a `<think>` tag opened
         self.unclosed, self.fixed = False, {}   # fixed: timings of a replayed reply, as they were measured
+        self.carried = 0   # characters of the answer carried over from earlier rounds (`continuing`)
+
+    @classmethod
+    def continuing(cls, prev:'Reply', text:str)->'Reply':
+        "A new reply whose answer starts with `prev`'s and then `text` (agent mode: the rounds read as one reply)."
+        r = cls(prev.model, prev.started)
+        r.parts, r._started, r.answer_at, r.first_token_at = [prev.answer + text], True, prev.answer_at, prev.first_token_at
+        r.reasoning_parts, r.carried = list(prev.reasoning_parts), len(prev.answer + text)
+        return r
+
+    @property
+    def round_answer(self)->str:
+        "The answer of this round alone: without what `continuing` carried over."
+        return self.answer[self.carried:]
 
     @property
     def answer(self)->str: return ''.join(self.parts)

@@ -32,6 +32,8 @@ import { hasTag, HIDE_TAG, PIN_TAG, toggleTag } from './cells/tags';
 import { BoopChannel } from './channel/channel';
 import { BoopChannels, IBoopChannels } from './channel/channels';
 import { setStopChannels } from './channel/stop';
+import { setCellRunner } from './channel/channel';
+import { runCell } from './reply/insert';
 import { showDryRun } from './dryrun/dialog';
 import { PREVIEW_RANK, previewRendererFactory } from './dryrun/inline';
 import { dryRunIcon, promptIcon } from './icons';
@@ -101,6 +103,7 @@ const channels: JupyterFrontEndPlugin<IBoopChannels> = {
   activate: () => {
     const all = new BoopChannels();
     setStopChannels(all); // the reply view's Stop goes to the kernel on its comm
+    setCellRunner(runCell); // agent mode runs the model's cells as the notebook runs any
     return all;
   }
 };

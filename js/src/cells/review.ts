@@ -62,6 +62,50 @@ export function review(options: IReviewOptions): IReview {
   return { node, decided, withdraw: () => settle(false) };
 }
 
+/** What the user chose for a cell of the model's (agent mode). */
+export type StepChoice = 'run' | 'skip' | 'stop' | 'rest';
+
+export interface IStepConsent {
+  readonly node: HTMLElement;
+  /** The choice; 'stop' when withdrawn. The node is gone by then. */
+  readonly decided: Promise<StepChoice>;
+  withdraw(): void;
+}
+
+/**
+ * The bar on a cell the model wants to run (agent mode): Run, Skip, Stop, and Run the rest of this reply, which is not
+ * offered for code that reaches outside the kernel (`reason` says how; it is asked for every time).
+ */
+export function stepConsent(reason: string): IStepConsent {
+  const node = el('div', 'boop-Review boop-mod-step');
+  node.setAttribute('role', 'group');
+  const title = reason ? `The model wants to run this cell (asked every time: ${reason})` : 'The model wants to run this cell';
+  node.setAttribute('aria-label', title);
+  const buttons = el('div', 'boop-Review-buttons');
+  const choices: [StepChoice, string, string][] = [
+    ['run', 'Run', 'boop-Review-accept jp-mod-styled jp-mod-accept'],
+    ['skip', 'Skip', 'jp-mod-styled'],
+    ['stop', 'Stop', 'jp-mod-styled jp-mod-reject'],
+    ...(reason ? [] : [['rest', 'Run the rest of this reply', 'jp-mod-styled'] as [StepChoice, string, string]])
+  ];
+  let settle: (c: StepChoice) => void = () => undefined;
+  const decided = new Promise<StepChoice>(resolve => {
+    settle = c => {
+      node.remove();
+      resolve(c);
+    };
+  });
+  for (const [choice, label, cls] of choices) {
+    const b = el('button', cls, label);
+    b.type = 'button';
+    b.dataset.boopStep = choice;
+    b.addEventListener('click', () => settle(choice));
+    buttons.append(b);
+  }
+  node.append(el('div', 'boop-Review-title', title), buttons);
+  return { node, decided, withdraw: () => settle('stop') };
+}
+
 /** The bar on a prompt cell: how many changes its reply made, and Undo (all of them, one step). */
 export function changesBar(count: number, undo: () => string): HTMLElement {
   const bar = el('div', 'boop-Changes');

@@ -18,10 +18,11 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { JSONExt } from '@lumino/coreutils';
 import { Signal } from '@lumino/signaling';
 import { LOAD_CODE, METADATA_KEY, PROTOCOL_VERSION } from '../protocol/constants';
-import { Cell } from '@jupyterlab/cells';
-import { Binding, BindingChanges, FrontendMessage, IEditMessage, IPreview, IReviewedEdit } from '../protocol/messages';
+import type { Cell } from '@jupyterlab/cells';
+import { Binding, BindingChanges, FrontendMessage, IEditMessage, IPreview, IReviewedEdit, IRunCellEdit } from '../protocol/messages';
 import { cleanBinding, parseKernelMessage } from '../protocol/parse';
-import { changesBar, IReview, review } from '../cells/review';
+import { changesBar, review, stepConsent } from '../cells/review';
+import { MODEL_TAG } from '../cells/tags';
 import { applyEdit, checkEdit, IEditableNotebook, IEditOutcome } from './edits';
 import { flashCell } from './flash';
 import { IChange, Journal } from './journal';
@@ -29,6 +30,13 @@ import { Context, KernelLink } from './link';
 import { PendingRequests, requestId } from './requests';
 import { IWatchedNotebook, ShownCells } from './shown';
 import { withBinding } from './state';
+
+/** How a cell of the model's is run in agent mode: the notebook's own run (`reply/insert.ts` `runCell`, set as the
+ * plugins start; kept out of this module's imports so its units run without JupyterLab's notebook package). */
+let cellRunner: ((panel: NotebookPanel, cell: Cell) => Promise<void>) | null = null;
+export function setCellRunner(run: typeof cellRunner): void {
+  cellRunner = run;
+}
 
 /** The kernel hears of cell changes at most this often (and at once before a prompt cell runs). */
 export const CELLS_DELAY_MS = 500;
@@ -287,9 +295,11 @@ export class BoopChannel extends KernelLink {
 
   /** Carry out (or refuse) an edit, an edit or a deletion once the user accepts it; answer the kernel, show the cell. */
   private async _edit(comm: Kernel.IComm, msg: IEditMessage): Promise<void> {
-    let outcome: IEditOutcome;
+    let outcome: IEditOutcome & { status?: 'ran' | 'skipped' | 'stopped' };
     try {
-      if (msg.op === 'edit' || msg.op === 'delete') {
+      if (msg.op === 'run') {
+        outcome = await this._step(msg);
+      } else if (msg.op === 'edit' || msg.op === 'delete') {
         const title = msg.op === 'edit' ? 'The model proposes this change to the cell' : 'The model proposes deleting this cell';
         outcome = await this.reviewed(msg, title, msg.op === 'edit' ? 'Accept' : 'Delete the cell');
       } else {
@@ -302,9 +312,10 @@ export class BoopChannel extends KernelLink {
       outcome = { ok: false, message: `refused: the notebook could not make the change (${String(e).slice(0, 200)})` };
     }
     if (!comm.isDisposed) {
-      comm.send({ type: 'edit_result', id: msg.id, ok: outcome.ok, message: outcome.message });
+      const run = msg.op === 'run' ? { status: outcome.status ?? 'stopped', ...(outcome.cellId ? { cell: outcome.cellId } : {}) } : {};
+      comm.send({ type: 'edit_result', id: msg.id, ok: outcome.ok, message: outcome.message, ...run });
     }
-    if (outcome.ok && outcome.cellId && msg.op !== 'delete') {
+    if (outcome.ok && outcome.cellId && msg.op !== 'delete' && msg.op !== 'run') {
       for (const panel of this._views) {
         flashCell(panel, outcome.cellId, msg.id);
       }
@@ -349,6 +360,50 @@ export class BoopChannel extends KernelLink {
       this._note(req.prompt, change);
     }
     return outcome;
+  }
+
+  /**
+   * Agent mode: the model's cell below the prompt (after this prompt's earlier ones), tagged as the model's, run once
+   * the user says. Skip and Stop take the cell out again (Run All must not run what nobody ran); a cell that ran is
+   * noted for the prompt's Undo.
+   */
+  private async _step(req: IRunCellEdit): Promise<IEditOutcome & { status: 'ran' | 'skipped' | 'stopped' }> {
+    const panel = [...this._views].find(p => p.content.widgets.some(c => c.model.id === req.prompt));
+    if (!panel || !req.prompt || !cellRunner || this._context.model.readOnly) {
+      return { ok: false, status: 'stopped', message: 'refused: the prompt cell is not shown in an editable notebook here' };
+    }
+    const nb = panel.content;
+    const at = Math.max(
+      nb.widgets.findIndex(c => c.model.id === req.prompt),
+      nb.widgets.findIndex(c => c.model.id === this._lastStep.get(req.prompt!))
+    );
+    this._notebook.insertCell(at + 1, { cell_type: 'code', source: req.source, metadata: { trusted: true, tags: [MODEL_TAG] } });
+    const cell = nb.widgets[at + 1];
+    const id = cell.model.id;
+    const before = this._lastStep.get(req.prompt);
+    this._lastStep.set(req.prompt, id);
+    let choice = !req.attend && this._allowed.has(req.agent) ? 'run' : null;
+    if (!choice) {
+      const ask = stepConsent(req.attend ? req.reason || 'it reaches outside the kernel' : '');
+      cell.node.insertBefore(ask.node, cell.node.querySelector(':scope > .jp-Cell-inputWrapper'));
+      ask.node.scrollIntoView?.({ block: 'nearest' });
+      this._reviews.set(req.id, ask);
+      choice = await ask.decided.finally(() => this._reviews.delete(req.id));
+    }
+    if (choice === 'rest') {
+      this._allowed.add(req.agent);
+    }
+    if (choice === 'skip' || choice === 'stop') {
+      const i = nb.widgets.findIndex(c => c.model.id === id);
+      if (i >= 0 && nb.widgets[i].model.sharedModel.getSource() === req.source) {
+        this._notebook.transact(() => this._notebook.deleteCell(i), true);
+      }
+      this._lastStep.set(req.prompt, before ?? req.prompt);
+      return { ok: true, status: choice === 'skip' ? 'skipped' : 'stopped', message: `the user chose ${choice}` };
+    }
+    this._note(req.prompt, { op: 'add', cellId: id, source: req.source });
+    await cellRunner(panel, cell);
+    return { ok: true, status: 'ran', cellId: id, message: `done: ran cell ${id}` };
   }
 
   /** The first view's widget of cell `id`. */
@@ -397,6 +452,11 @@ export class BoopChannel extends KernelLink {
   private _cellsTimer: ReturnType<typeof setTimeout> | 0 = 0;
   protected _previews = new PendingRequests<IPreview>(PREVIEW_TIMEOUT_MS, 'dry run');
   private _views = new Set<NotebookPanel>();
-  private _reviews = new Map<string, IReview>();
+  /** Reviews and step questions shown, by request id: `edit_cancel` withdraws them. */
+  private _reviews = new Map<string, { withdraw(): void }>();
+  /** The last cell each prompt's agent made: the next goes below it. */
+  private _lastStep = new Map<string, string>();
+  /** The agent loops whose later cells run without asking (the user's "Run the rest of this reply"). */
+  private _allowed = new Set<string>();
   private _journal = new Journal();
 }

@@ -123,6 +123,9 @@ export function applyEdit(nb: IEditableNotebook, req: IEditMessage, readOnly = f
   if (readOnly) {
     return refused('the notebook is read-only here');
   }
+  if (req.op === 'run') {
+    return refused("a cell to run is agent mode's step (the channel's), not an edit");
+  }
   if (req.op === 'add') {
     if (req.source.length > MAX_EDIT_SOURCE) {
       return refused(`the new text is longer than ${MAX_EDIT_SOURCE.toLocaleString('en-US')} characters`);

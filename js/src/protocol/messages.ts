@@ -15,7 +15,8 @@
  *                       {type: 'allow', items}               (the menu's Allow: accept what the notebook proposes, as
  *                                                        the menu showed it, for this notebook on this machine)
  *                       {type: 'preview', id, source}        (a prompt cell's dry run)
- *                       {type: 'edit_result', id, ok, message} (what the notebook did with an `edit`)
+ *                       {type: 'edit_result', id, ok, message, status?, cell?} (what the notebook did with an
+ *                                                        `edit`; a `run`: ran, skipped or stopped, and the cell)
  *                       {type: 'stop', cell_id}              (the reply view's Stop: the reply streaming in that cell
  *                                                        ends now, the cell without an error; over the comm's
  *                                                        subshell, so the kernel reads it while the cell runs)
@@ -30,6 +31,8 @@
  *                       {type: 'edit', id, op: 'delete', cell, expect, prompt?}  (a change the model's notebook
  *                                                        tools ask for, allowed by the kernel's guards; an edit or
  *                                                        a deletion is then reviewed by the user in the cell)
+ *                       {type: 'edit', id, op: 'run', source, agent, attend, reason, prompt?}  (agent mode: the
+ *                                                        model's cell below the prompt, run on the user's click)
  *                       {type: 'edit_cancel', id}            (the kernel stopped waiting: the review is withdrawn)
  *                       {type: 'error', message}
  *
@@ -161,6 +164,9 @@ export interface IEditResultMessage {
   id: string;
   ok: boolean;
   message: string;
+  /** A `run`'s: what became of the cell, and its id. */
+  status?: 'ran' | 'skipped' | 'stopped';
+  cell?: string;
 }
 export interface IRefreshMessage {
   type: 'refresh';
@@ -251,6 +257,19 @@ export interface IDeleteCellEdit {
   /** The cell's text as the model read it. */
   expect: string;
 }
+/** Agent mode: the model's cell, put below the prompt (after its earlier ones) and run once the user says. */
+export interface IRunCellEdit {
+  type: 'edit';
+  id: string;
+  op: 'run';
+  prompt?: string;
+  source: string;
+  /** The agent loop asking: "Run the rest" holds for its later cells. */
+  agent: string;
+  /** Asked every time, whatever was allowed: the code reaches outside the kernel (`reason` says how). */
+  attend: boolean;
+  reason: string;
+}
 /** The changes the user reviews before they are made. */
 export type IReviewedEdit = IEditCellEdit | IDeleteCellEdit;
 /** The kernel stopped waiting for an edit (interrupted, or no answer in time): its review is withdrawn. */
@@ -265,5 +284,5 @@ export interface IBadEdit {
   op: 'invalid';
   problem: string;
 }
-export type IEditMessage = IAddCellEdit | IEditCellEdit | IDeleteCellEdit | IBadEdit;
+export type IEditMessage = IAddCellEdit | IEditCellEdit | IDeleteCellEdit | IRunCellEdit | IBadEdit;
 export type KernelMessage = IStateMessage | IBindingMessage | IErrorMessage | IPreviewMessage | IEditMessage | IEditCancelMessage;

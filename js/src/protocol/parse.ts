@@ -247,6 +247,15 @@ function parseEdit(data: Json): IEditMessage | null {
       expect: data.expect as string
     };
   }
+  if (data.op === 'run') {
+    const missing = strings('source', 'agent');
+    if (missing) {
+      return bad(`\`${missing}\` must be text`);
+    }
+    const reason = typeof data.reason === 'string' ? data.reason.slice(0, 200) : '';
+    // anything but an explicit false asks every time
+    return { type: 'edit', id, op: 'run', ...prompt, source: data.source as string, agent: data.agent as string, attend: data.attend !== false, reason };
+  }
   if (data.op === 'delete') {
     const missing = strings('cell', 'expect');
     if (missing) {

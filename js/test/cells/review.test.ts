@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import { changesBar, review } from '../../src/cells/review';
+import { changesBar, review, stepConsent } from '../../src/cells/review';
 
 describe('review', () => {
   it('shows the diff as text, never markup, and resolves with the click', async () => {
@@ -41,5 +41,22 @@ describe('review', () => {
     expect(calls).toBe(1);
     expect(bar.textContent).toBe('Undone: 2 changes.');
     expect(bar.querySelector('button')).toBeNull();
+  });
+});
+
+describe('stepConsent', () => {
+  it('offers Run, Skip, Stop and the rest of the reply, and resolves with the click', async () => {
+    const ask = stepConsent('');
+    expect(Array.from(ask.node.querySelectorAll('button'), b => b.textContent)).toEqual(['Run', 'Skip', 'Stop', 'Run the rest of this reply']);
+    (ask.node.querySelector('[data-boop-step=rest]') as HTMLButtonElement).click();
+    expect(await ask.decided).toBe('rest');
+  });
+
+  it('never offers the rest for code that reaches outside the kernel, and says why; withdrawn is a stop', async () => {
+    const ask = stepConsent('it imports subprocess');
+    expect(ask.node.querySelector('[data-boop-step=rest]')).toBeNull();
+    expect(ask.node.textContent).toContain('asked every time: it imports subprocess');
+    ask.withdraw();
+    expect(await ask.decided).toBe('stop');
   });
 });

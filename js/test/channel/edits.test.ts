@@ -226,3 +226,15 @@ describe('Journal', () => {
     expect(nb.sources()).toEqual(['x = 1', 'z = 3  # mine now', '# Notes', 'raw', 'y = 2  # typed']);
   });
 });
+
+describe('parse: a step of agent mode', () => {
+  it('reads a run request, asking every time unless the kernel says plainly it need not', () => {
+    expect(edit({ op: 'run', source: 'x = 1', agent: 'a1', attend: false, reason: '', prompt: 'p' })).toEqual({
+      type: 'edit', id: 'e1', op: 'run', prompt: 'p', source: 'x = 1', agent: 'a1', attend: false, reason: ''
+    });
+    expect((edit({ op: 'run', source: 'x', agent: 'a1' }) as { attend: boolean }).attend).toBe(true);
+    expect((edit({ op: 'run', source: 'x', agent: 'a1', attend: 'no' }) as { attend: boolean }).attend).toBe(true);
+    expect(edit({ op: 'run', source: 'x' })).toEqual({ type: 'edit', id: 'e1', op: 'invalid', problem: '`agent` must be text' });
+    expect(applyEdit(notebook(), edit({ op: 'run', source: 'x', agent: 'a' })).ok).toBe(false); // not an edit
+  });
+});

@@ -40,6 +40,7 @@ const READERS: { [name: string]: ((v: unknown) => unknown) | null } = {
   'kernel.edit_add': parseKernelMessage,
   'kernel.edit_edit': parseKernelMessage,
   'kernel.edit_delete': parseKernelMessage,
+  'kernel.edit_run': parseKernelMessage,
   'kernel.edit_cancel': parseKernelMessage,
   'kernel.error': parseKernelMessage,
   'bundle.reply': parseReplyBundle,
