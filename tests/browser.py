@@ -272,6 +272,13 @@ def run_all(page, server):
     until(page, server, f"{KERNEL_STATUS} === 'busy' || {ALL_RAN}", 'busy kernel')
 
 
+def restart_and_run_all(page, app):
+    "Kernel › Restart Kernel and Run All Cells…, as a user does it: the command, and Restart in its dialog."
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:restart-run-all'); }")
+    page.locator('.jp-Dialog .jp-Dialog-button.jp-mod-accept').click()
+    until(page, app, "!document.querySelector('.jp-Dialog')", 'the dialog closed')
+
+
 def wait_all_ran(page, server, timeout=60):
     "The kernel goes idle between cells, so 'done' is: idle and every code cell has its execution count."
     until(page, server, f"{KERNEL_STATUS} === 'idle' && {ALL_RAN}", 'end of run-all', timeout)

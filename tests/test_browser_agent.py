@@ -5,8 +5,8 @@ holds every round and lists the cells it made; the prompt's Undo all takes them 
 
 import json
 import pytest
-from browser import (KERNEL_STATUS, PANEL, REPLY_MIME, both_apps, cells, load_boopiter, open_notebook, read, run_cell, save,
-                     screenshot, until, wait_for_chat, write_notebook)
+from browser import (KERNEL_STATUS, PANEL, REPLY_MIME, both_apps, cells, clear_counts, load_boopiter, open_menu, open_notebook, read,
+                     restart_and_run_all, run_cell, save, screenshot, until, wait_all_ran, wait_for_chat, write_notebook)
 from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
@@ -62,17 +62,19 @@ def test_an_agent_prompt_writes_cells_runs_them_on_consent_sees_an_error_fixes_i
     assert len(replies) == 1 and 'agent mode: 3 cells made' in replies[0]['data'][REPLY_MIME]['note']   # one reply, whole
     save(page)
     saved = read(path)
-    assert [c.metadata.get('tags') for c in saved.cells[1:]] == [['boop-model']] * 3
-    # run again, the prompt shows its saved reply: nothing is asked, no cell made or run
-    counts = page.evaluate(f'() => {PANEL}.content.widgets.map(c => c.model.executionCount)')
-    run_cell(page, 0)
-    until(page, app, f"{KERNEL_STATUS} === 'idle' && {PANEL}.content.widgets[0].model.executionCount > {counts[0]} && "
-                     f"{PANEL}.content.widgets[0].model.outputs.toJSON().some(o => o.data?.['{REPLY_MIME}']?.status === 'done')",
+    assert [c.metadata.get('tags') for c in saved.cells[1:]] == [['boop-model'], ['boop-model', 'raises-exception'],
+                                                                  ['boop-model']]   # the step that failed, on the record
+    # restart and Run All reproduce it: the prompt shows its saved reply (nothing asked, no cell made), its cells run
+    # in order, on past the one that failed to the fix
+    clear_counts(page)
+    restart_and_run_all(page, app)
+    wait_all_ran(page, app)
+    until(page, app, f"{PANEL}.content.widgets[0].model.outputs.toJSON().some(o => o.data?.['{REPLY_MIME}']?.status === 'done')",
           'the saved reply, again')
     assert len(srv.chats()) == 3 and page.evaluate(f'() => {SOURCES}') == [ASK, FIRST, SECOND, FIX]
-    assert page.evaluate(f'() => {PANEL}.content.widgets.map(c => c.model.executionCount)')[1:] == counts[1:]
+    assert output_of(page, 2)[0]['output_type'] == 'error' and output_of(page, 3)[0]['text'] == '2\n'
     assert 'The mean of 1, 2 and 3 is 2.' in cells(page).nth(0).locator('.boop-Reply').inner_text()
-    # Undo all: the cells the reply made go, as one step
+    assert page.locator(STEP).count() == 0    # Undo all: the cells the reply made go, as one step
     bar = cells(page).nth(0).locator('.boop-Changes')
     assert 'changed the notebook 3 times' in bar.inner_text()
     bar.get_by_role('button', name='Undo all').click()
@@ -81,10 +83,19 @@ def test_an_agent_prompt_writes_cells_runs_them_on_consent_sees_an_error_fixes_i
 
 
 @both_apps
-def test_skip_takes_the_cell_out_and_stop_ends_the_agent(app, page, srv):
-    path = write_notebook(app.root/'agent-stop.ipynb', [ASK])
+def test_the_menu_inserts_an_agent_prompt_skip_takes_a_cell_out_and_stop_ends_the_agent(app, page, srv):
+    path = write_notebook(app.root/'agent-stop.ipynb', ['# Means', ASK])
     open_notebook(page, app, path.name)
     load_boopiter(page, app)
+    page.evaluate(f'() => {{ const nb = {PANEL}.content; nb.activeCellIndex = 0; }}')
+    open_menu(page, app).get_by_role('button', name='＋ Agent prompt').click()   # the menu's choice: a prompt cell below
+    until(page, app, f"{SOURCES}.includes('%%prompt --agent\\n')", 'the agent prompt cell')
+    # the user writes the question in it; this test keeps that cell alone in the notebook
+    page.evaluate(f"""() => {{ const m = {PANEL}.content.model.sharedModel;
+        const i = m.cells.findIndex(c => c.getSource() === '%%prompt --agent\\n');
+        m.cells[i].setSource({json.dumps(ASK)});
+        for (let j = m.cells.length - 1; j >= 0; j--) if (j !== i) m.deleteCell(j); }}""")
+    until(page, app, f'{SOURCES}.length === 1', 'the prompt alone')
     srv.script(f'```python\n{FIRST}\n```\n\n```python\nimport subprocess\n```')
     srv.script(f'Then without it.\n\n```python\n{SECOND}\n```')
     run_cell(page, 0)

@@ -12,7 +12,7 @@ import json
 import nbformat, pytest
 from nbclient import NotebookClient
 from browser import (KERNEL_STATUS, MENU_PANEL, PANEL, both_apps, cells, load_from_menu,
-                     open_menu, open_notebook, read, reply, reply_done, run_all, run_cell, save,
+                     open_menu, open_notebook, read, reply, reply_done, restart_and_run_all, run_all, run_cell, save,
                      saved_reply, screenshot, until, wait_all_ran, wait_for_chat, write_notebook)
 from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
 
@@ -46,13 +46,6 @@ def record_frames(page, cell, sample):
 
 def recorded_frames(page):
     return page.evaluate("() => { window.__framing = false; return window.__frames; }")
-
-
-def restart_and_run_all(page, app):
-    "Kernel › Restart Kernel and Run All Cells…, as a user does it: the command, and Restart in its dialog."
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:restart-run-all'); }")
-    page.locator('.jp-Dialog .jp-Dialog-button.jp-mod-accept').click()
-    until(page, app, "!document.querySelector('.jp-Dialog')", 'the dialog closed')
 
 
 def reused(cell):

@@ -50,6 +50,9 @@ export const DRY_RUN = 'boopiter:dry-run';
 export const ASK_ERROR = 'boopiter:ask-about-error';
 /** The prompt cell an error's "Ask why" puts below its cell: the kernel names the failure (`%%prompt --fix`). */
 export const FIX_PROMPT = '%%prompt --fix\nWhy did the cell above fail, and how do I fix it?';
+/** Agent mode's prompt cell: the model's code runs as cells below it, on the user's clicks. */
+export const INSERT_AGENT = 'boopiter:insert-agent-prompt';
+export const AGENT_PROMPT = '%%prompt --agent\n';
 export const MENU_ITEM = 'boopiter-menu';
 const CATEGORY = 'Notebook Operations';
 
@@ -91,7 +94,8 @@ function menuNotebook(panel: NotebookPanel, channel: BoopChannel): IMenuNotebook
   return {
     load: () => loadInNotebook(panel, channel),
     needsLoadCell: () => !panel.isDisposed && needsLoadCell(planCells(panel)),
-    addLoadCell: () => loadInNotebook(panel, channel, channel.state.phase !== 'ready')
+    addLoadCell: () => loadInNotebook(panel, channel, channel.state.phase !== 'ready'),
+    insertAgent: () => void insertPromptCell(panel, () => loadInNotebook(panel, channel), AGENT_PROMPT)
   };
 }
 
@@ -167,6 +171,18 @@ const promptCells: JupyterFrontEndPlugin<void> = {
       }
     });
     palette?.addItem({ command: INSERT_PROMPT, category: CATEGORY });
+    app.commands.addCommand(INSERT_AGENT, {
+      label: 'Insert Agent Prompt Cell Below',
+      caption: "Insert a %%prompt --agent cell below: the model's code runs as cells below it, each on your click",
+      isEnabled: () => !!tracker.currentWidget,
+      execute: async () => {
+        const panel = tracker.currentWidget;
+        if (panel) {
+          await insertPromptCell(panel, () => loadInNotebook(panel, channels.get(panel)), AGENT_PROMPT);
+        }
+      }
+    });
+    palette?.addItem({ command: INSERT_AGENT, category: CATEGORY });
     app.commands.addCommand(ASK_ERROR, {
       label: 'Ask Why the Cell Failed',
       caption: 'Put a prompt cell below the cell that failed, asking why and how to fix it, and run it',

@@ -18,7 +18,7 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { JSONExt } from '@lumino/coreutils';
 import { Signal } from '@lumino/signaling';
 import { LOAD_CODE, METADATA_KEY, PROTOCOL_VERSION } from '../protocol/constants';
-import type { Cell } from '@jupyterlab/cells';
+import type { Cell, ICodeCellModel } from '@jupyterlab/cells';
 import { Binding, BindingChanges, FrontendMessage, IEditMessage, IPreview, IReviewedEdit, IRunCellEdit } from '../protocol/messages';
 import { cleanBinding, parseKernelMessage } from '../protocol/parse';
 import { changesBar, review, stepConsent } from '../cells/review';
@@ -34,6 +34,8 @@ import { withBinding } from './state';
 /** How a cell of the model's is run in agent mode: the notebook's own run (`reply/insert.ts` `runCell`, set as the
  * plugins start; kept out of this module's imports so its units run without JupyterLab's notebook package). */
 let cellRunner: ((panel: NotebookPanel, cell: Cell) => Promise<void>) | null = null;
+/** Jupyter's tag for a cell expected to raise: Run All goes on past it. */
+const RAISES = 'raises-exception';
 export function setCellRunner(run: typeof cellRunner): void {
   cellRunner = run;
 }
@@ -403,6 +405,11 @@ export class BoopChannel extends KernelLink {
     }
     this._note(req.prompt, { op: 'add', cellId: id, source: req.source });
     await cellRunner(panel, cell);
+    if (!cell.isDisposed && (cell.model as ICodeCellModel).outputs.toJSON().some(o => o.output_type === 'error')) {
+      // on the record as a step that failed: Run All (JupyterLab's, nbclient's) goes on past it to the model's fix
+      const tags = (cell.model.getMetadata('tags') as string[] | undefined) ?? [];
+      cell.model.setMetadata('tags', [...tags.filter(t => t !== RAISES), RAISES]);
+    }
     return { ok: true, status: 'ran', cellId: id, message: `done: ran cell ${id}` };
   }
 

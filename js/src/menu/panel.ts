@@ -35,6 +35,8 @@ export interface IMenuNotebook {
   needsLoadCell(): boolean;
   /** Put the load cell in, above the first prompt cell. */
   addLoadCell(): void;
+  /** Insert an agent prompt cell (`%%prompt --agent`) below the active cell. */
+  insertAgent(): void;
 }
 
 /** A line of the kernel's (its little Markdown drawn as text and code: `inline.ts`), with a warning sign. */
@@ -195,7 +197,10 @@ export class BrainMenuPanel extends Widget {
       repliesSection(this.id, set)
     );
     const footer = el('div', 'boop-Menu-footer');
-    footer.append(actionButton('refresh', '⟳ Refresh', 'List the models again'));
+    footer.append(
+      actionButton('refresh', '⟳ Refresh', 'List the models again'),
+      actionButton('agent', '＋ Agent prompt', "Insert a %%prompt --agent cell below: the model's code runs as cells below it, each on your click")
+    );
     out.push(footer);
     return out;
   }
@@ -219,6 +224,8 @@ export class BrainMenuPanel extends Widget {
       this.render();
     } else if (t.dataset.action === 'refresh') {
       this._channel.refresh();
+    } else if (t.dataset.action === 'agent') {
+      this._notebook.insertAgent();
     } else if (t.dataset.action === 'allow') {
       const proposed = this._channel.state.menu?.consent.proposed ?? [];
       if (proposed.length) {

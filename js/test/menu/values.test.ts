@@ -52,9 +52,10 @@ function panel(settings: Partial<MenuSettings>) {
     refresh: () => undefined,
     allow: () => undefined
   };
-  const notebook = { load: () => undefined, needsLoadCell: () => false, addLoadCell: () => undefined };
+  const agents: number[] = [];
+  const notebook = { load: () => undefined, needsLoadCell: () => false, addLoadCell: () => undefined, insertAgent: () => agents.push(1) };
   const p = new BrainMenuPanel(channel as any, notebook, document.createElement('button'), 'boop-menu-test', () => undefined);
-  return { p, picks };
+  return { p, picks, agents };
 }
 
 /** Choose `value` in the menu's select for `key`, as a user does. */
@@ -96,5 +97,17 @@ describe('the brain menu sends the value of the option chosen', () => {
       expect(picks).toEqual([{ think: value || null }]);
       p.dispose();
     }
+  });
+});
+
+describe("the brain menu's footer", () => {
+  it('inserts an agent prompt cell, and picks nothing', () => {
+    const { p, picks, agents } = panel({});
+    const button = p.node.querySelector('[data-action="agent"]') as HTMLButtonElement;
+    expect(button.textContent).toBe('＋ Agent prompt');
+    button.click();
+    expect(agents).toEqual([1]);
+    expect(picks).toEqual([]);
+    p.dispose();
   });
 });
