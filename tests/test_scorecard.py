@@ -102,7 +102,7 @@ def test_scripted_models_give_the_seed_scorecard(srv, clients, tmp_path):
     png = res.chart(tmp_path/'bench.png')
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 10_000
     saved = json.loads(res.save(tmp_path/'bench.json').read_text())
-    assert list(saved) == ['format', 'version', 'date', 'hardware', 'ollama', 'max_rounds', 'lenient', 'cancelled', 'think',
+    assert list(saved) == ['format', 'version', 'date', 'hardware', 'ollama', 'max_rounds', 'lenient', 'cancelled', 'think', 'example',
                            'tasks', 'models']
     assert (saved['format'], saved['version'], saved['ollama'], saved['hardware']) == ('boopiter-bench-result', 1, '0.12.6', 'test box')
     assert list(saved['tasks']) == ['source', 'tools', 'side_effects', 'items'] and saved['tasks']['side_effects'] == ['create_ticket']
@@ -358,3 +358,40 @@ def test_strict_and_lenient_side_by_side(tmp_path):
     assert 'strict and lenient' in res.table().splitlines()[0]
     again = load_result(res.save(tmp_path/'r.json'))
     assert again.table() == res.table() and [r.right for r in again.runs[0].lenient_rows] == [True]
+
+
+def test_without_and_with_an_example_call_side_by_side(tmp_path):
+    "Seed 003's few-shot example, measured: each model runs the tasks without, then with an example call in the prompt."
+    from boopiter_ext.models.stream import Reply
+    from boopiter_ext.tools.scorecard import load_result, run_bench
+    def chat(model, messages):   # calls a tool only when the prompt shows how a call looks
+        r = Reply(model)
+        shown = 'For example, a reply that needs the first of them' in messages[0]['content']
+        last = str(messages[-1]['content'])
+        r.add_content('409.5.' if 'Results of the calls' in last else
+                      "```python\ncalculator('2340 * 0.175')\n```" if shown else 'I would compute it.')
+        r.finish('done', dict(finish_reason='stop'))
+        return r
+    res = run_bench(['m'], chat, tasks=dict(format='boopiter-bench-tasks', version=1, tools='default',
+                                            tasks=[dict(id='t2', question='What is 17.5% of 2340?', expect=['calculator'])]),
+                    example='both', hardware='box')
+    [run] = res.runs
+    assert [r.right for r in run.rows] == [False] and [r.right for r in run.example_rows] == [True]
+    totals = {line.split('  ')[1].strip(): line.split()[-1] for line in res.table().splitlines()
+              if line.startswith('  right tools') or line.startswith('  ...with an example')}
+    assert totals == {'right tools': '0/1', '...with an example': '1/1'}
+    assert 'without and with an example call' in res.table().splitlines()[0]
+    again = load_result(res.save(tmp_path/'r.json'))
+    assert again.table() == res.table() and [r.right for r in again.runs[0].example_rows] == [True]
+
+
+def test_the_example_call_fits_each_tool_and_shows_only_when_asked():
+    from typing import Annotated
+    from boopiter_ext.tools.registry import example_call, tools_system_prompt
+    from boopiter_ext.tools.scorecard import default_tools
+    def nth(n:Annotated[int, range(1, 10)], xs:list[int], scale:float, on:bool, key:str='k', *rest): "n"
+    assert example_call(nth) == 'nth(3, [1, 2], 2.5, True)'
+    tools = list(default_tools([]).values())
+    with_example = tools_system_prompt(tools, example=True)
+    assert with_example.startswith(tools_system_prompt(tools)) and with_example.endswith(f'```python\n{example_call(tools[0])}\n```')
+    assert 'For example' not in tools_system_prompt(tools)

@@ -500,7 +500,7 @@ class BoopMagics(Magics):
         except ValueError: return Path(path).name
 
     def _boop_bench(self, arg):
-        """`%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient] [--think L]`: the scorecard as a table and a chart,
+        """`%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient] [--example] [--think L]`: the scorecard as a table and a chart,
         and a JSON result file (`PREFIX.json`, `PREFIX.png`; by default `bench-<time>` next to the notebook)."""
         import argparse, shlex, time
         from ..context.build import SYSTEM_PROMPT
@@ -510,8 +510,10 @@ class BoopMagics(Magics):
         p.add_argument('--tasks')
         p.add_argument('--out')
         p.add_argument('--lenient', nargs='?', const='on', choices=['on', 'both'])
+        p.add_argument('--example', nargs='?', const='on', choices=['on', 'both'])
         p.add_argument('--think', choices=THINK_LEVELS)
-        usage = 'usage: `%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient [both]] [--think l|m|h|off]`.'
+        usage = ('usage: `%boop bench --models A,B [--tasks FILE] [--out PREFIX] [--lenient [both]] [--example [both]] '
+                 '[--think l|m|h|off]`.')
         try: args, extra = p.parse_known_args(shlex.split(arg))
         except (argparse.ArgumentError, ValueError) as e: raise UsageError(f'{e}; {usage}') from None
         if extra: raise UsageError(f'unknown `{" ".join(extra)}`; {usage}')
@@ -525,7 +527,8 @@ class BoopMagics(Magics):
                         max_rounds=s['max_rounds'], on_progress=progress,
                         lenient='both' if args.lenient == 'both' else bool(args.lenient or s['lenient']),
                         system='\n\n'.join(p for p in (SYSTEM_PROMPT, s['system_prompt']) if p),
-                        ollama=ollama_version(self.router, s), think=args.think)
+                        ollama=ollama_version(self.router, s), think=args.think,
+                        example='both' if args.example == 'both' else bool(args.example))
         if self.kernel:
             from IPython.display import Image, Markdown, display
             from ..render.sanitize import safe_markdown

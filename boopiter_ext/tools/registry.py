@@ -283,16 +283,37 @@ def tool_signature(
     return f'{note}{head}\n{body}'
 
 
+_SAMPLES = {str: "'text'", int: '3', float: '2.5', bool: 'True', list: '[1, 2]', dict: "{'key': 'value'}"}
+
+
+def example_call(
+    fn,   # A tool
+)->str:   # A call of it with made-up literal arguments for its required parameters, as a reply would write it
+    "How calling `fn` looks: its name and a sample literal for each required parameter, by its annotation."
+    try: sig = inspect.signature(fn)
+    except (TypeError, ValueError): return f'{fn.__name__}()'
+    hints = _resolved(fn, sig)
+    def sample(t):
+        while typing.get_origin(t) is typing.Annotated: t = typing.get_args(t)[0]   # the type its bounds are on
+        return _SAMPLES.get(typing.get_origin(t) or t, "'...'")
+    args = [sample(hints.get(p.name, p.annotation)) for p in sig.parameters.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return f'{fn.__name__}({", ".join(args)})'
+
+
 def tools_system_prompt(
-    tools:list,       # The tools on offer (see get_tool_list)
-)->str:               # A system-prompt block, or '' when there are no tools (then add no system prompt at all)
+    tools:list,           # The tools on offer (see get_tool_list)
+    example:bool=False,   # Show how a reply that calls a tool looks (seed 003's few-shot example, for small models)
+)->str:                   # A system-prompt block, or '' when there are no tools (then add no system prompt at all)
     """Describe `tools` as Python functions already defined in the user's kernel. One wording whether the calls run by
     themselves (auto mode) or on the user's click: a prompt in either mode extends the previous one's request."""
     if not tools: return ''
     sigs = '\n\n'.join(tool_signature(fn) for fn in tools)
+    shown = ('\n\nFor example, a reply that needs the first of them is only this (with the arguments the question '
+             f'gives):\n\n```python\n{example_call(tools[0])}\n```') if example else ''
     return (f"These Python functions are already defined in the user's Python kernel. {CALL_CONVENTION} Do not import "
             "or redefine them. Answer plain questions in plain words without calling tools, and never call a tool the "
-            "question does not need.\n\n```python\n" + sigs + "\n```")
+            "question does not need.\n\n```python\n" + sigs + "\n```" + shown)
 
 
 CALL_CONVENTION = ("To use one, write a ```python block that only calls it, one call per line, with literal arguments or "

@@ -345,10 +345,10 @@ def _row(model, task, tools, res, replies, seconds, tickets)->TaskRow:
                    _cited(steps, res.reply.answer if res.reply is not None else ''))
 
 
-def _run_task(model, task, tset, chat, system, tickets, confirm, **kw)->TaskRow:
+def _run_task(model, task, tset, chat, system, tickets, confirm, example=False, **kw)->TaskRow:
     "Ask `model` one task through the guarded loop, timed, with fresh messages and an empty namespace."
     tools = tset.toolbox(tickets)
-    msgs = [mk_msg('\n\n'.join(p for p in (system, tools_system_prompt(list(tools.values()))) if p), 'system'),
+    msgs = [mk_msg('\n\n'.join(p for p in (system, tools_system_prompt(list(tools.values()), example)) if p), 'system'),
             mk_msg(task.question)]
     def ours(name, args): return getattr(tools.get(name), '__module__', None) == __name__   # only the in-memory desk
     replies, n0, t0 = [], len(tickets), monotonic()
@@ -375,6 +375,7 @@ class ModelRun:
     info_error: str = None  # Why they could not be read
     rows: list = field(default_factory=list)
     lenient_rows: list = None   # The same tasks again with lenient recovery (`lenient='both'`), side by side
+    example_rows: list = None   # The same tasks again with an example call in the tools prompt (`example='both'`)
 
     def totals(self)->dict:
         "The scorecard's totals for this model."
@@ -416,6 +417,7 @@ class BenchResult:
     lenient: object = False   # True, False, or 'both' (strict and lenient side by side)
     cancelled: bool = False
     think: str = None       # The reasoning effort asked, when one was
+    example: object = False   # True, False, or 'both': an example call in the tools prompt (seed 003's few-shot)
 
     def code(self, names:list)->str:
         "The letters for `names` (the task set's order, `?` for a name it does not offer), or `-` for none."
@@ -435,6 +437,7 @@ class BenchResult:
         return [f'boopiter bench: {len(self.tasks.tasks)} tasks ({self.tasks.source}), {len(self.runs)} models, '
                 f'up to {self.max_rounds} rounds each{", lenient" if self.lenient is True else ""}'
                 f'{", strict and lenient" if self.lenient == "both" else ""}'
+                f'{", with an example call" if self.example is True else ", without and with an example call" if self.example == "both" else ""}'
                 f'{f", think {self.think}" if self.think else ""}' +
                 (' - interrupted, partial results' if self.cancelled else ''), where, '',
                 'Tasks, and the tools a correct run proposes'] + \
@@ -455,6 +458,9 @@ class BenchResult:
         if any(r.lenient_rows is not None for r in self.runs):   # seed 001: the same models, calls written as text taken
             rows.append(('...with --lenient', [_frac(sum(x.right for x in r.lenient_rows), len(r.lenient_rows))
                                                if r.lenient_rows is not None else '' for r in self.runs]))
+        if any(r.example_rows is not None for r in self.runs):   # seed 003: the tools prompt with an example call
+            rows.append(('...with an example', [_frac(sum(x.right for x in r.example_rows), len(r.example_rows))
+                                                if r.example_rows is not None else '' for r in self.runs]))
         rows += [('first call valid', [_frac(t['first_valid'], t['called']) for t in ts]),
                  ('cites when it searched', [_frac(t['cited'], t['searched']) for t in ts]),
                  ('calls a guard stopped', [t['guard_stops'] for t in ts]),
@@ -538,12 +544,15 @@ class BenchResult:
         ts = self.tasks
         return dict(format=RESULT_FORMAT, version=1, date=self.date, hardware=self.hardware, ollama=self.ollama,
                     max_rounds=self.max_rounds, lenient=self.lenient, cancelled=self.cancelled, think=self.think,
+                    example=self.example,
                     tasks=dict(source=ts.source, tools=ts.tools, side_effects=ts.side_effects,
                                items=[dict(t.__dict__) for t in ts.tasks]),
                     models=[dict(model=r.model, claims=r.claims, info_error=r.info_error, totals=r.totals(),
                                  rows=[x.as_dict() for x in r.rows],
                                  **({} if r.lenient_rows is None else
-                                    dict(lenient_rows=[x.as_dict() for x in r.lenient_rows]))) for r in self.runs])
+                                    dict(lenient_rows=[x.as_dict() for x in r.lenient_rows])),
+                                 **({} if r.example_rows is None else
+                                    dict(example_rows=[x.as_dict() for x in r.example_rows]))) for r in self.runs])
 
     def save(self,
              path,  # Where to write the JSON result file
@@ -559,12 +568,14 @@ class BenchResult:
             raise BenchError(f'not a boopiter bench result (version 1): it needs "format": "{RESULT_FORMAT}".')
         t = d['tasks']
         ts = TaskSet([Task(**x) for x in t['items']], t['tools'], {}, t['source'], t['side_effects'])
+        def rows(key, m): return [TaskRow(**r) for r in m[key]] if isinstance(m.get(key), list) else None
         runs = [ModelRun(m['model'], m['claims'], m['info_error'], [TaskRow(**r) for r in m['rows']],
-                         [TaskRow(**r) for r in m['lenient_rows']] if isinstance(m.get('lenient_rows'), list) else None)
-                for m in d['models']]
+                         rows('lenient_rows', m), rows('example_rows', m)) for m in d['models']]
         think = d.get('think') if d.get('think') in ('l', 'm', 'h', 'off') else None   # a file's: checked
         lenient = d['lenient'] if d['lenient'] in (True, False, 'both') else False
-        return cls(ts, runs, d['hardware'], d['date'], d['ollama'], d['max_rounds'], lenient, d['cancelled'], think)
+        example = d.get('example') if d.get('example') in (True, False, 'both') else False
+        return cls(ts, runs, d['hardware'], d['date'], d['ollama'], d['max_rounds'], lenient, d['cancelled'], think,
+                   example)
 
 
 def load_result(
@@ -593,6 +604,8 @@ def run_bench(
     hardware:str=None,    # The machine, as noted; None: `hardware_note()`
     ollama:str=None,      # The Ollama version, noted when given
     think:str=None,       # The reasoning effort `chat` asks with, noted in the result
+    example=False,        # An example call in the tools prompt (seed 003's few-shot); 'both': every model runs the
+                          # tasks without, then with it, side by side
 )->BenchResult:
     "Run every task against every model; a fault is recorded in its row and the bench goes on; an interrupt ends it."
     tset, runs, stop = load_tasks(tasks, namespace), [], False
@@ -605,22 +618,24 @@ def run_bench(
             break
         except Exception as e: run.info_error = f'{type(e).__name__}: {e}'
         for task in tset.tasks:
-            row = _run_task(model, task, tset, chat, system, tickets, confirm, max_rounds=max_rounds,
+            row = _run_task(model, task, tset, chat, system, tickets, confirm, example is True, max_rounds=max_rounds,
                             lenient=lenient is True)
             run.rows.append(row)
             if on_progress: on_progress(row)
             if (stop := row.stop == 'cancelled'): break
-        if lenient == 'both' and not stop:
-            run.lenient_rows = []
+        for variant, kw in (('lenient', dict(lenient=True)), ('example', dict(example=True, lenient=lenient is True))):
+            if stop or (lenient if variant == 'lenient' else example) != 'both': continue
+            setattr(run, f'{variant}_rows', again := [])   # the same tasks, side by side (seeds 001 and 003)
             for task in tset.tasks:
-                row = _run_task(model, task, tset, chat, system, [], confirm, max_rounds=max_rounds, lenient=True)
-                run.lenient_rows.append(row)
+                row = _run_task(model, task, tset, chat, system, [], confirm, max_rounds=max_rounds, **kw)
+                again.append(row)
                 if on_progress: on_progress(row)
                 if (stop := row.stop == 'cancelled'): break
         if after_model: after_model(model)
         if stop: break
     return BenchResult(tset, runs, hardware_note() if hardware is None else hardware,
-                       datetime.now().astimezone().isoformat(timespec='seconds'), ollama, max_rounds, lenient, stop, think)
+                       datetime.now().astimezone().isoformat(timespec='seconds'), ollama, max_rounds, lenient, stop, think,
+                       example)
 
 
 # ---- through boopiter's own router, and the machine
