@@ -91,10 +91,12 @@ def test_a_later_prompt_queues_behind_the_reply_above_and_sees_all_of_it_while_c
     lab.follow(idle(q), timeout=5)                                         # it ended at once too
     waiting = reply_of(lab.seen, q)[REPLY_MIME]
     assert waiting['status'] == 'waiting' and waiting['note'].startswith('waiting for the reply above to end')
-    assert len(srv.chats()) == 1                                           # not sent yet
+    deadline = time.monotonic() + 10   # the first prompt's request reaches the server (on a loaded machine, later)
+    while not srv.chats() and time.monotonic() < deadline: time.sleep(0.05)
+    assert len(srv.chats()) == 1                                           # the second: not sent yet
     c = lab.send('print("meanwhile")', cell_id='c1', lab=True)
     lab.follow(idle(c), timeout=5)
-    assert lab.seen[c].text == 'meanwhile\n' and reply_of(lab.seen, p)[REPLY_MIME]['status'] == 'streaming'
+    assert lab.seen[c].text == 'meanwhile\n' and reply_of(lab.seen, p)[REPLY_MIME]['status'] in ('waiting', 'streaming')
     lab.follow(ended(q), timeout=30)
     assert reply_of(lab.seen, p)[REPLY_MIME]['status'] == 'done'
     sent = srv.last_chat()['messages']
@@ -114,7 +116,7 @@ def test_a_queued_prompt_stopped_or_run_again_is_not_sent(lab, srv):
     lab.follow(ended(q), timeout=10)
     data = reply_of(lab.seen, q)[REPLY_MIME]
     assert data['status'] == 'interrupted' and data['summary'] == 'stopped before it was sent'
-    assert reply_of(lab.seen, p)[REPLY_MIME]['status'] == 'streaming'      # the reply above goes on
+    assert reply_of(lab.seen, p)[REPLY_MIME]['status'] in ('waiting', 'streaming')   # the reply above goes on
     srv.script('Second try.')
     r = lab.send(f'%%prompt -m {MODEL}\nThen this', cell_id='p3', lab=True)
     r2 = lab.send(f'%%prompt -m {MODEL}\nThen this, reworded', cell_id='p3', lab=True)   # run again while queued

@@ -1,7 +1,8 @@
-"""Agent mode in JupyterLab 4 and Notebook 7 with the real extension (`%%prompt --agent`): the model's code goes into
-cells below the prompt, each run as a real cell once the user clicks (Run, or Run the rest of this reply; Skip and Stop
-take the cell out), its outputs and errors handed back to the model, which fixes what failed and answers. The reply
-holds every round and lists the cells it made; the prompt's Undo all takes them out again. Harness: tests/browser.py."""
+"""Agent mode in JupyterLab 4 and Notebook 7 with the real extension (`%%prompt --agent`): each block of the model's
+is shown under the prompt and becomes a cell below it only on the user's click (Run, or Run the rest of this reply: that
+reply's, not the next one's; Skip and Stop make no cell), run as a real cell, its outputs and errors handed back to the
+model, which fixes what failed and answers. The reply holds every round and lists the cells it made; restart and Run
+All reproduce it; the prompt's Undo all takes the cells out again. Harness: tests/browser.py."""
 
 import json
 import pytest
@@ -16,12 +17,19 @@ FIRST, SECOND, FIX = 'data = [1, 2, 3]', 'print(mean(data))', 'from statistics i
 STEP = '.boop-Review.boop-mod-step'
 
 
-def step(page, cell, choice):
-    "Click `choice` on the question of the model's cell `cell` once it shows."
-    ask = cells(page).nth(cell).locator(STEP)
+def step(page, code, choice):
+    "Click `choice` on the question under the prompt cell about the block `code`, once it shows; its text."
+    ask = cells(page).nth(0).locator(STEP).filter(has_text=code.splitlines()[0])
     ask.wait_for(timeout=60_000)
+    said = ask.inner_text()
     ask.locator(f'[data-boop-step="{choice}"]').click()
-    return ask
+    until_gone(page, code)
+    return said
+
+
+def until_gone(page, code):
+    page.wait_for_function('code => !Array.from(document.querySelectorAll(".boop-mod-step pre"), p => p.textContent).includes(code)',
+                           arg=code, timeout=10_000)
 
 
 def output_of(page, i):
@@ -38,16 +46,18 @@ def test_an_agent_prompt_writes_cells_runs_them_on_consent_sees_an_error_fixes_i
     srv.script(f'`mean` needs importing.\n\n```python\n{FIX}\n```')
     srv.script('The mean of 1, 2 and 3 is 2.')
     run_cell(page, 0)
-    until(page, app, f'{SOURCES}.length === 2', "the model's first cell, below the prompt")
-    assert page.evaluate(f'() => {SOURCES}') == [ASK, FIRST] and output_of(page, 1) == []   # not run before the click
+    ask = cells(page).nth(0).locator(STEP).filter(has_text=FIRST)
+    ask.wait_for(timeout=60_000)
+    assert page.evaluate(f'() => {SOURCES}') == [ASK]      # nothing in the notebook before the click
+    screenshot(ask, artifacts/f'{app.app}-agent-step.png', min_size=(300, 60, 1000))
+    step(page, FIRST, 'run')
+    until(page, app, f'{SOURCES}.length === 2 && {PANEL}.content.widgets[1].model.executionCount !== null', 'the first cell ran')
     assert 'boop-mod-model' in cells(page).nth(1).get_attribute('class')                 # marked as the model's
-    screenshot(cells(page).nth(1).locator(STEP), artifacts/f'{app.app}-agent-step.png', min_size=(300, 30, 1000))
-    step(page, 1, 'run')
-    until(page, app, f'{SOURCES}.length === 3', "the model's second cell")
-    step(page, 2, 'rest')                                  # this one, and the rest of this reply, without asking
+    step(page, SECOND, 'rest')                             # this one, and the rest of this reply, without asking
     wait_for_chat(app, srv, 2)
     sent = json.dumps(srv.last_chat()['messages'][-1])
     assert "NameError: name 'mean' is not defined" in sent, sent[-2000:]   # its error, back to the model
+    step(page, FIX, 'run')                                 # the next reply asks again: it was written after the error
     until(page, app, f'{SOURCES}.length === 4 && {PANEL}.content.widgets[3].model.executionCount !== null', 'the fix ran')
     wait_for_chat(app, srv, 3)
     assert '2' in json.dumps(srv.last_chat()['messages'][-1])
@@ -99,17 +109,17 @@ def test_the_menu_inserts_an_agent_prompt_skip_takes_a_cell_out_and_stop_ends_th
     srv.script(f'```python\n{FIRST}\n```\n\n```python\nimport subprocess\n```')
     srv.script(f'Then without it.\n\n```python\n{SECOND}\n```')
     run_cell(page, 0)
-    step(page, 1, 'skip')
-    until(page, app, f'{SOURCES}.length === 2 && {SOURCES}[1] === "import subprocess"', 'the skipped cell gone, the next one asked')
-    ask = cells(page).nth(1).locator(STEP)
+    step(page, FIRST, 'skip')
+    ask = cells(page).nth(0).locator(STEP).filter(has_text='import subprocess')
     ask.wait_for(timeout=30_000)
     assert 'asked every time: it imports subprocess' in ask.inner_text() and ask.locator('[data-boop-step="rest"]').count() == 0
-    ask.locator('[data-boop-step="run"]').click()
+    assert page.evaluate(f'() => {SOURCES}') == [ASK]      # the skipped block made no cell
+    step(page, 'import subprocess', 'run')
     wait_for_chat(app, srv, 2)
     assert 'The user chose not to run it.' in json.dumps(srv.last_chat()['messages'][-1])
-    step(page, 2, 'stop')
+    step(page, SECOND, 'stop')
     until(page, app, f"{PANEL}.content.widgets[0].model.outputs.toJSON().some(o => (o.data?.['{REPLY_MIME}']?.note ?? '')"
                      ".includes('ended: stopped'))", 'the agent stopped')
-    assert page.evaluate(f'() => {SOURCES}') == [ASK, 'import subprocess']   # the stopped cell is taken out too
+    assert page.evaluate(f'() => {SOURCES}') == [ASK, 'import subprocess']   # the stopped block made no cell either
     until(page, app, f"{KERNEL_STATUS} === 'idle'", 'the kernel idle')
     assert len(srv.chats()) == 2   # nothing asked after Stop

@@ -172,8 +172,13 @@ def comm_messages(w)->dict:
     w.answer_edit = lambda data: dict(type='edit_result', id=data['id'], ok=True, message='?', status='exploded', cell='x' * 999)
     assert w.channel.step(dict(op='run', source='y', agent='a1', attend=True, reason='it calls eval'), threading.Event()) == \
         dict(status='stopped', cell='')   # the page's word, kept only as the protocol has it
+    w.answer_edit = lambda data: None   # no click yet; then Stop (or a prompt that must hold the kernel) ends the wait
+    halt = threading.Event()
+    threading.Timer(0.3, halt.set).start()
+    assert w.channel.step(dict(op='run', source='z', agent='a1', attend=False, reason=''), halt) is None
+    assert w.comm.out[-1][1] == dict(type='edit_cancel', id=w.comm.out[-2][1]['id'])   # the question withdrawn
     got += [d for _, d in w.comm.out if d.get('type') in ('edit', 'edit_cancel')]
-    assert [d['op'] for d in got if d['type'] == 'edit'] == ['edit', 'add', 'add', 'delete', 'run', 'run']
+    assert [d['op'] for d in got if d['type'] == 'edit'] == ['edit', 'add', 'add', 'delete', 'run', 'run', 'run']
     assert [d.get('prompt') for d in got if d['type'] == 'edit'][3] == 'p1'
     return got
 

@@ -101,7 +101,8 @@ class _Stopper:
 def _request_options(route, settings, ledger, fmt=None)->dict:
     "The options that change a reply, as a request's digest covers them (`replay.request_digest`); `fmt`: a JSON Schema."
     return dict(think=route.get('effort'), max_tokens=settings['max_tokens'], num_ctx=ledger['window'],
-                seed=settings['seed'], format=fmt)
+                seed=settings['seed'], format=fmt, **({'agent': True} if route.get('agent') else {}))   # only when on:
+                # every other request's digest, saved replies' and cassettes', stays as it was
 
 
 class Assistant:
@@ -117,6 +118,7 @@ class Assistant:
         self.shown = None   # the notebook's cells as its frontend shows them (the extension sends them), if it does
         self.edit = None    # edit(request) -> (ok, message): a change carried out by the frontend (the channel's)
         self.step = None    # step(request, stopped) -> result dict or None: a cell run by the frontend (agent mode)
+        self._halts = []    # (cell id, Event) of each agent loop running: Stop sets it
         self._windows = {}  # model -> the largest context window asked of it in this kernel
         self._lock = threading.RLock()   # a comm thread and the main one may pick at once
         self.listeners = []   # listener(binding) after every change of the binding: displays, the channel, the menu
@@ -352,7 +354,9 @@ class Assistant:
             self._seen(picked_model(settings)[0] or None, settings, e)
             raise
         if fixes: p['route']['fixes'] = fixes
-        if agent and self.step is not None and not p['auto']: return Answer(self._agent(p, settings, view, fault))
+        if agent and self.step is not None and not p['auto']:
+            p['route']['agent'] = True   # its own request: a prompt's saved reply without --agent is not its answer
+            return Answer(self._agent(p, settings, view, fault))
         if agent:   # said in the reply; the code is offered under its buttons as usual
             p['route']['note'] = '; '.join(filter(None, [p['route']['note'], AGENT_NEEDS]))
         reply = self.respond(p, question, settings, view, show, confirm, background, fault, must_call)
@@ -545,7 +549,12 @@ class Assistant:
         from ..tools.screening import quarantine, screen_output
         from .agent import run_agent, steps_line
         model, info, route, ledger, cell = p['model'], p['info'], p['route'], p['ledger'], self.current
-        cell_id, agent_id, last, ran = getattr(cell, 'cell_id', None), uuid.uuid4().hex, {}, []
+        from ..tools.guards import INTENT_ATTR, OUTBOUND_ATTR
+        cell_id, agent_id, last, ran, halt = getattr(cell, 'cell_id', None), uuid.uuid4().hex, {}, [], threading.Event()
+        def acts(f):
+            try: return callable(f) and (getattr(f, INTENT_ATTR, None) is not None or bool(getattr(f, OUTBOUND_ATTR, None)))
+            except Exception: return True   # an object that will not say: asked for
+        acting = {n for n, f in list(self.namespace.items()) if acts(f)}   # a call of one asks every time
         def viewing(route, ledger):
             last['view'] = view(route, ledger)
             return last['view']
@@ -554,6 +563,9 @@ class Assistant:
             if rnd == 1:
                 reply = self._stream(model, msgs, settings, info, route, ledger, viewing, raise_interrupt=False)
                 if reply.via != 'asked': raise _Ended()
+            elif halt.is_set():   # stopped between two rounds: the transcript so far is the reply
+                reply = Reply.continuing(last['reply'], '')
+                reply.finish('interrupted')
             else:   # the same view, the transcript so far first: one reply in the record
                 shown = last['view']
                 shown.ledger = {**shown.ledger, 'window': self.window(
@@ -566,27 +578,30 @@ class Assistant:
             last['reply'] = reply
             return reply
         def step(code, reason, rnd):
-            stopper = self._replying(cell_id)   # the reply's Stop ends the wait for a click
-            try: got = self.step(dict(op='run', source=code.rstrip('\n'), agent=agent_id, attend=bool(reason), reason=reason),
-                                 stopper.event) or {}
-            finally:
-                with self._lock:
-                    if self._stopper is stopper: self._stopper = None
+            if halt.is_set(): return 'stopped', '', ''
+            # "the rest of this reply" is this round's: the next reply was written after reading these cells' outputs
+            got = self.step(dict(op='run', source=code.rstrip('\n'), agent=f'{agent_id}:{rnd}', attend=bool(reason),
+                                 reason=reason), halt) or {}
             status, made = got.get('status') or 'stopped', got.get('cell') or ''
             if status != 'ran': return status, made, ''
             ran.append(code)
             rec = next((c for c in reversed(self.cells.cells()) if made and c.cell_id == made), None)
             if rec is None: return 'ran', made, '(it ran; its outputs were not recorded)'
-            failed = any(isinstance(o, dict) and o.get('output_type') == 'error' for o in rec.outputs)
-            return 'failed' if failed else 'ran', made, cell_text(rec)[0]
+            errors = [o for o in rec.outputs if isinstance(o, dict) and o.get('output_type') == 'error']
+            if any(o.get('ename') == 'KeyboardInterrupt' for o in errors): return 'stopped', made, ''   # the user's interrupt
+            text = cell_text(rec)[0].partition('\nOutput:\n')[2]   # what it printed or raised: its code is the model's own
+            return 'failed' if errors else 'ran', made, text
         def screen(text):
             return quarantine(text, labels) if (labels := screen_output(text)) else text
         def job(cancelled):
             if cancelled.is_set(): return
             self.here(cell)
-            try: result = run_agent(ask, p['msgs'], step, settings['max_rounds'], screen,
+            with self._lock: self._halts.append((cell_id, halt))
+            try: result = run_agent(ask, p['msgs'], step, settings['max_rounds'], screen, acting=acting,
                                     on_steps=lambda done: last.__setitem__('steps', done))
             except _Ended: return   # a saved reply shown again: the cells it made are in the notebook already
+            finally:
+                with self._lock: self._halts.remove((cell_id, halt))
             reply, made = result.reply, result.cells
             said = f'agent mode: {len(made)} cell{"s" * (len(made) != 1)} made' + (f' ({", ".join(made)})' if made else '')
             reply.note = '; '.join(filter(None, [reply.note, f'{said}; ended: {result.stop}']))
@@ -718,10 +733,21 @@ class Assistant:
         moment as *interrupted*, what arrived kept, and the cell ends without an error. A prompt queued behind it
         (`background`) is not sent."""
         dropped = self.background.cancel(cell_id)
-        with self._lock: stopper = self._stopper
+        with self._lock:
+            stopper = self._stopper
+            halts = [h for c, h in self._halts if cell_id is None or c == cell_id]
+        for h in halts: h.set()   # an agent loop: no next click waited for, no next round asked
+        dropped = dropped or bool(halts)
         if stopper is None or cell_id and stopper.cell_id and cell_id != stopper.cell_id: return dropped
         stopper.stop()
         return True
+
+    def halt_agents(self)->bool:
+        """End every agent loop at its next click or round (whether one was running): a prompt that must hold the
+        kernel until the replies above end would otherwise wait on a click whose cell cannot run meanwhile."""
+        with self._lock: halts = [h for _, h in self._halts]
+        for h in halts: h.set()
+        return bool(halts)
 
     def _seen(self, model, settings, err):
         """What a prompt learnt of its model's server: down (it could not be reached) or up again; the catalog, and so

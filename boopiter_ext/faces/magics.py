@@ -309,6 +309,8 @@ class BoopMagics(Magics):
         cell_id = getattr(self.recorder.current, 'cell_id', None)
         if cell_id and bg.holds(cell_id): self.assistant.stop(cell_id)   # run again: its earlier reply ends first
         if later and bg.running and not args.agent: return queue_prompt(self, question, settings, not args.no_context, fault)
+        if self.kernel and self.assistant.halt_agents():   # its cells could not run while this cell waits for it
+            print('The agent prompt above was waiting for your click; it stops here, so that this prompt can run.')
         if self.kernel: wait_for_reply(self.assistant)   # the cell ends with its reply: after those streaming
         # agent mode: the page runs the model's cells, so this cell ends at once; without a page the code is offered
         self.assistant.step = self.channel.step if args.agent and self.channel is not None and self.channel.connected else None

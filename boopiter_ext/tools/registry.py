@@ -20,7 +20,7 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
 """
 
 __all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
-           'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'tools_system_prompt',
+           'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'example_call', 'tools_system_prompt',
            'parse_selection', 'selection_setting', 'unofferable', 'needs_consent', 'on_tool_error', 'tool_error_hook']
 
 import builtins, inspect, keyword, logging, re, typing

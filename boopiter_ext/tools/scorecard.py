@@ -623,7 +623,8 @@ def run_bench(
             run.rows.append(row)
             if on_progress: on_progress(row)
             if (stop := row.stop == 'cancelled'): break
-        for variant, kw in (('lenient', dict(lenient=True)), ('example', dict(example=True, lenient=lenient is True))):
+        for variant, kw in (('lenient', dict(lenient=True, example=example is True)),
+                            ('example', dict(example=True, lenient=lenient is True))):
             if stop or (lenient if variant == 'lenient' else example) != 'both': continue
             setattr(run, f'{variant}_rows', again := [])   # the same tasks, side by side (seeds 001 and 003)
             for task in tset.tasks:

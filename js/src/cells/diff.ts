@@ -65,15 +65,6 @@ function middle(a: string[], b: string[]): IDiffLine[] {
   return out;
 }
 
-/** The text on one side of a diff (`del` lines are the old side's, `add` the new one's). */
-export function sideOf(diff: readonly IDiffLine[], side: 'before' | 'after'): string {
-  const skip: DiffKind = side === 'before' ? 'add' : 'del';
-  return diff
-    .filter(d => d.kind !== skip)
-    .map(d => d.text)
-    .join('\n');
-}
-
 /** The diff to show: unchanged runs longer than `2 * context` lines folded to their ends and a count. */
 export function folded(diff: readonly IDiffLine[], context = 3): (IDiffLine | { kind: 'fold'; count: number })[] {
   const out: (IDiffLine | { kind: 'fold'; count: number })[] = [];

@@ -73,13 +73,16 @@ export interface IStepConsent {
 }
 
 /**
- * The bar on a cell the model wants to run (agent mode): Run, Skip, Stop, and Run the rest of this reply, which is not
- * offered for code that reaches outside the kernel (`reason` says how; it is asked for every time).
+ * The question under the prompt cell about a block the model wants to run (agent mode): its code, as text, and Run,
+ * Skip, Stop, and Run the rest of this reply, which is not offered for code that may reach outside the kernel
+ * (`reason` says how; it is asked for every time). The cell is made only once the user says Run.
  */
-export function stepConsent(reason: string): IStepConsent {
+export function stepConsent(code: string, reason: string): IStepConsent {
   const node = el('div', 'boop-Review boop-mod-step');
   node.setAttribute('role', 'group');
-  const title = reason ? `The model wants to run this cell (asked every time: ${reason})` : 'The model wants to run this cell';
+  const title = reason
+    ? `The model wants to run this as a cell below (asked every time: ${reason})`
+    : 'The model wants to run this as a cell below';
   node.setAttribute('aria-label', title);
   const buttons = el('div', 'boop-Review-buttons');
   const choices: [StepChoice, string, string][] = [
@@ -102,7 +105,7 @@ export function stepConsent(reason: string): IStepConsent {
     b.addEventListener('click', () => settle(choice));
     buttons.append(b);
   }
-  node.append(el('div', 'boop-Review-title', title), buttons);
+  node.append(el('div', 'boop-Review-title', title), el('pre', 'boop-Review-diff boop-Review-code', code), buttons);
   return { node, decided, withdraw: () => settle('stop') };
 }
 

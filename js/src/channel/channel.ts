@@ -21,7 +21,7 @@ import { LOAD_CODE, METADATA_KEY, PROTOCOL_VERSION } from '../protocol/constants
 import type { Cell, ICodeCellModel } from '@jupyterlab/cells';
 import { Binding, BindingChanges, FrontendMessage, IEditMessage, IPreview, IReviewedEdit, IRunCellEdit } from '../protocol/messages';
 import { cleanBinding, parseKernelMessage } from '../protocol/parse';
-import { changesBar, review, stepConsent } from '../cells/review';
+import { changesBar, review, StepChoice, stepConsent } from '../cells/review';
 import { MODEL_TAG } from '../cells/tags';
 import { applyEdit, checkEdit, IEditableNotebook, IEditOutcome } from './edits';
 import { flashCell } from './flash';
@@ -330,7 +330,7 @@ export class BoopChannel extends KernelLink {
    */
   async reviewed(req: IReviewedEdit, title: string, accept: string): Promise<IEditOutcome> {
     const nb = this._notebook;
-    const { refusal, index } = checkEdit(nb, req, this._context.model.readOnly);
+    const { refusal } = checkEdit(nb, req, this._context.model.readOnly);
     if (refusal) {
       return refusal;
     }
@@ -342,11 +342,14 @@ export class BoopChannel extends KernelLink {
     const input = cell.node.querySelector(':scope > .jp-Cell-inputWrapper');
     cell.node.insertBefore(shown.node, input);
     shown.node.scrollIntoView?.({ block: 'nearest' });
-    this._reviews.set(req.id, shown);
-    const ok = await shown.decided.finally(() => this._reviews.delete(req.id));
-    if (!ok) {
+    if (!(await this._pending(req.id, shown, cell))) {
       return { ok: false, message: 'refused: the user rejected the change (do not make it again unless they ask for it)' };
     }
+    const now = checkEdit(nb, req, this._context.model.readOnly); // the notebook may have changed while the user looked
+    if (now.refusal) {
+      return now.refusal;
+    }
+    const index = now.index;
     const before = nb.cells[index];
     const change: IChange =
       req.op === 'edit'
@@ -365,9 +368,10 @@ export class BoopChannel extends KernelLink {
   }
 
   /**
-   * Agent mode: the model's cell below the prompt (after this prompt's earlier ones), tagged as the model's, run once
-   * the user says. Skip and Stop take the cell out again (Run All must not run what nobody ran); a cell that ran is
-   * noted for the prompt's Undo.
+   * Agent mode: the model's block, shown under the prompt cell as text with Run / Skip / Stop / Run the rest; on Run, a
+   * cell below the prompt (after this prompt's earlier ones), tagged as the model's, run as the notebook runs any. Until
+   * then nothing is in the notebook, so no Run All can run it. A cell that ran is noted for the prompt's Undo; one that
+   * failed is tagged `raises-exception`, so Run All goes on past it to the model's fix.
    */
   private async _step(req: IRunCellEdit): Promise<IEditOutcome & { status: 'ran' | 'skipped' | 'stopped' }> {
     const panel = [...this._views].find(p => p.content.widgets.some(c => c.model.id === req.prompt));
@@ -375,34 +379,31 @@ export class BoopChannel extends KernelLink {
       return { ok: false, status: 'stopped', message: 'refused: the prompt cell is not shown in an editable notebook here' };
     }
     const nb = panel.content;
-    const at = Math.max(
-      nb.widgets.findIndex(c => c.model.id === req.prompt),
-      nb.widgets.findIndex(c => c.model.id === this._lastStep.get(req.prompt!))
-    );
-    this._notebook.insertCell(at + 1, { cell_type: 'code', source: req.source, metadata: { trusted: true, tags: [MODEL_TAG] } });
-    const cell = nb.widgets[at + 1];
-    const id = cell.model.id;
-    const before = this._lastStep.get(req.prompt);
-    this._lastStep.set(req.prompt, id);
-    let choice = !req.attend && this._allowed.has(req.agent) ? 'run' : null;
-    if (!choice) {
-      const ask = stepConsent(req.attend ? req.reason || 'it reaches outside the kernel' : '');
-      cell.node.insertBefore(ask.node, cell.node.querySelector(':scope > .jp-Cell-inputWrapper'));
+    let choice: StepChoice = !req.attend && this._allowed.has(req.agent) ? 'run' : 'stop';
+    if (choice !== 'run') {
+      const prompt = nb.widgets.find(c => c.model.id === req.prompt)!;
+      const ask = stepConsent(req.source, req.attend ? req.reason || 'it may reach outside the kernel' : '');
+      prompt.node.append(ask.node);
       ask.node.scrollIntoView?.({ block: 'nearest' });
-      this._reviews.set(req.id, ask);
-      choice = await ask.decided.finally(() => this._reviews.delete(req.id));
+      choice = await this._pending(req.id, ask, prompt);
     }
     if (choice === 'rest') {
       this._allowed.add(req.agent);
     }
     if (choice === 'skip' || choice === 'stop') {
-      const i = nb.widgets.findIndex(c => c.model.id === id);
-      if (i >= 0 && nb.widgets[i].model.sharedModel.getSource() === req.source) {
-        this._notebook.transact(() => this._notebook.deleteCell(i), true);
-      }
-      this._lastStep.set(req.prompt, before ?? req.prompt);
       return { ok: true, status: choice === 'skip' ? 'skipped' : 'stopped', message: `the user chose ${choice}` };
     }
+    const at = Math.max(
+      nb.widgets.findIndex(c => c.model.id === req.prompt),
+      nb.widgets.findIndex(c => c.model.id === this._lastStep.get(req.prompt!))
+    );
+    if (at < 0) {
+      return { ok: false, status: 'stopped', message: 'refused: the prompt cell is gone' };
+    }
+    this._notebook.insertCell(at + 1, { cell_type: 'code', source: req.source, metadata: { trusted: true, tags: [MODEL_TAG] } });
+    const cell = nb.widgets[at + 1];
+    const id = cell.model.id;
+    this._lastStep.set(req.prompt, id);
     this._note(req.prompt, { op: 'add', cellId: id, source: req.source });
     await cellRunner(panel, cell);
     if (!cell.isDisposed && (cell.model as ICodeCellModel).outputs.toJSON().some(o => o.output_type === 'error')) {
@@ -411,6 +412,25 @@ export class BoopChannel extends KernelLink {
       cell.model.setMetadata('tags', [...tags.filter(t => t !== RAISES), RAISES]);
     }
     return { ok: true, status: 'ran', cellId: id, message: `done: ran cell ${id}` };
+  }
+
+  /** Wait for the user's answer to `shown` (request `id`): withdrawn when its cell goes, or the kernel does. */
+  private async _pending<T>(id: string, shown: { decided: Promise<T>; withdraw(): void }, cell: Cell): Promise<T> {
+    this._reviews.set(id, shown);
+    const gone = () => shown.withdraw();
+    cell.disposed.connect(gone);
+    try {
+      return await shown.decided;
+    } finally {
+      this._reviews.delete(id);
+      cell.disposed.disconnect(gone);
+    }
+  }
+
+  protected _kernelGone(): void {
+    for (const shown of [...this._reviews.values()]) {
+      shown.withdraw();
+    }
   }
 
   /** The first view's widget of cell `id`. */

@@ -20,11 +20,6 @@ export class Journal {
     return list.length;
   }
 
-  /** How many changes `prompt`'s reply made that are not undone. */
-  count(prompt: string): number {
-    return this._changes.get(prompt)?.length ?? 0;
-  }
-
   /** Undo `prompt`'s changes, the last first, in one transaction (one step of the notebook's undo); one line says how it went. */
   undo(nb: IEditableNotebook, prompt: string): string {
     const list = this._changes.get(prompt) ?? [];

@@ -104,6 +104,11 @@ export abstract class KernelLink implements IDisposable {
     this._connect(args.newValue);
   }
 
+  /** The kernel that asked for anything pending (a review, a step) is gone: subclasses withdraw it. */
+  protected _kernelGone(): void {
+    // nothing pending here
+  }
+
   /** Stop listening to the current kernel (its comm closed, if it is still open). */
   protected _release(): void {
     const kernel = this._kernel;
@@ -112,6 +117,7 @@ export abstract class KernelLink implements IDisposable {
     this._held = null;
     this._knocking = null;
     this._previews.failAll('the kernel went away');
+    this._kernelGone();
     if (comm && !comm.isDisposed && kernel && !kernel.isDisposed) {
       try {
         comm.close();
@@ -159,6 +165,7 @@ export abstract class KernelLink implements IDisposable {
       this._held = null;
       this._knocking = null;
       this._previews.failAll('the kernel died');
+      this._kernelGone();
       this._dispatch({ type: 'kernel', present: false });
     } else if (status === 'idle' && this._needHello) {
       this._needHello = false;
@@ -172,6 +179,7 @@ export abstract class KernelLink implements IDisposable {
     this._held = null;
     this._knocking = null;
     this._previews.failAll('the kernel restarted');
+    this._kernelGone();
     this._autoLoaded = false;
     this._needHello = true;
     this._dispatch({ type: 'kernel', present: true });

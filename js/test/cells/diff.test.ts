@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { folded, lineDiff, MAX_CELLS, sideOf } from '../../src/cells/diff';
+import { folded, IDiffLine, lineDiff, MAX_CELLS } from '../../src/cells/diff';
+
+/** The text on one side of a diff (`del` lines are the old side's, `add` the new one's). */
+function sideOf(diff: readonly IDiffLine[], side: 'before' | 'after'): string {
+  const skip = side === 'before' ? 'add' : 'del';
+  return diff
+    .filter(d => d.kind !== skip)
+    .map(d => d.text)
+    .join('\n');
+}
 
 /** A seeded generator (mulberry32), so a failure names the seed that found it. */
 function rng(seed: number): () => number {

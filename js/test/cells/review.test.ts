@@ -46,14 +46,16 @@ describe('review', () => {
 
 describe('stepConsent', () => {
   it('offers Run, Skip, Stop and the rest of the reply, and resolves with the click', async () => {
-    const ask = stepConsent('');
+    const ask = stepConsent('x = <b>1</b>', '');
     expect(Array.from(ask.node.querySelectorAll('button'), b => b.textContent)).toEqual(['Run', 'Skip', 'Stop', 'Run the rest of this reply']);
+    expect(ask.node.querySelector('pre')!.textContent).toBe('x = <b>1</b>'); // the code, as text
+    expect(ask.node.querySelector('b')).toBeNull();
     (ask.node.querySelector('[data-boop-step=rest]') as HTMLButtonElement).click();
     expect(await ask.decided).toBe('rest');
   });
 
   it('never offers the rest for code that reaches outside the kernel, and says why; withdrawn is a stop', async () => {
-    const ask = stepConsent('it imports subprocess');
+    const ask = stepConsent('import subprocess', 'it imports subprocess');
     expect(ask.node.querySelector('[data-boop-step=rest]')).toBeNull();
     expect(ask.node.textContent).toContain('asked every time: it imports subprocess');
     ask.withdraw();

@@ -209,7 +209,8 @@ async function frontendMessages(): Promise<unknown[]> {
   // a view of the notebook, where the user reviews an edit: its first cell's node
   const cellNode = document.createElement('div');
   document.body.append(cellNode);
-  const widget = { model: { id: 'c1' }, node: cellNode, addClass: () => undefined, removeClass: () => undefined };
+  const signal = { connect: () => undefined, disconnect: () => undefined };
+  const widget = { model: { id: 'c1' }, node: cellNode, addClass: () => undefined, removeClass: () => undefined, disposed: signal };
   const view = { content: { widgets: [widget], scrollToItem: () => undefined }, disposed: { connect: () => undefined } };
   channel.addView(view as any);
   comm.answer({ type: 'edit', id: 'e1', op: 'edit', cell: 'c1', source: 'total = 1234 * 3', expect: 'total = 1234 * 2', prompt: 'p1' });
