@@ -335,54 +335,43 @@ def test_the_keyword_router_arm_and_citations_are_scored():
     assert [line.split() for line in table.splitlines() if 'cites' in line] == [['cites', 'when', 'it', 'searched', '1/1']]
 
 
-def test_strict_and_lenient_side_by_side(tmp_path):
-    "Seed 001's '...with --lenient': each model runs the tasks strict, then lenient; a call written as JSON counts there."
-    import json as j
+def side_by_side(tmp_path, call, variant, label, heading):
+    """One percentage task on a model whose first reply is `call(messages)`, run with `variant='both'`: the plain rows
+    miss it, the variant's rows get it right; the totals (`label`), the heading and the saved file say so."""
     from boopiter_ext.models.stream import Reply
     from boopiter_ext.tools.scorecard import load_result, run_bench
-    def chat(model, messages):   # writes its call as JSON text, then answers with what it got
+    def chat(model, messages):   # answers with what it got once its call ran
         r = Reply(model)
-        last = str(messages[-1]['content'])
-        r.add_content('409.5.' if 'Results of the calls' in last else
-                      j.dumps({'name': 'calculator', 'arguments': {'expression': '2340 * 0.175'}}))
+        r.add_content('409.5.' if 'Results of the calls' in str(messages[-1]['content']) else call(messages))
         r.finish('done', dict(finish_reason='stop'))
         return r
     res = run_bench(['m'], chat, tasks=dict(format='boopiter-bench-tasks', version=1, tools='default',
                                             tasks=[dict(id='t2', question='What is 17.5% of 2340?', expect=['calculator'])]),
-                    lenient='both', hardware='box')
+                    hardware='box', **{variant: 'both'})
+    def variant_right(run): return [r.right for r in getattr(run, f'{variant}_rows')]
     [run] = res.runs
-    assert [r.right for r in run.rows] == [False] and [r.right for r in run.lenient_rows] == [True]
+    assert [r.right for r in run.rows] == [False] and variant_right(run) == [True]
     totals = {line.split('  ')[1].strip(): line.split()[-1] for line in res.table().splitlines()
-              if line.startswith('  right tools') or line.startswith('  ...with --lenient')}
-    assert totals == {'right tools': '0/1', '...with --lenient': '1/1'}
-    assert 'strict and lenient' in res.table().splitlines()[0]
+              if line.startswith('  right tools') or line.startswith(f'  {label}')}
+    assert totals == {'right tools': '0/1', label: '1/1'}
+    assert heading in res.table().splitlines()[0]
     again = load_result(res.save(tmp_path/'r.json'))
-    assert again.table() == res.table() and [r.right for r in again.runs[0].lenient_rows] == [True]
+    assert again.table() == res.table() and variant_right(again.runs[0]) == [True]
+
+
+def test_strict_and_lenient_side_by_side(tmp_path):
+    "Seed 001's '...with --lenient': each model runs the tasks strict, then lenient; a call written as JSON counts there."
+    import json as j
+    side_by_side(tmp_path, lambda messages: j.dumps({'name': 'calculator', 'arguments': {'expression': '2340 * 0.175'}}),
+                 'lenient', '...with --lenient', 'strict and lenient')
 
 
 def test_without_and_with_an_example_call_side_by_side(tmp_path):
     "Seed 003's few-shot example, measured: each model runs the tasks without, then with an example call in the prompt."
-    from boopiter_ext.models.stream import Reply
-    from boopiter_ext.tools.scorecard import load_result, run_bench
-    def chat(model, messages):   # calls a tool only when the prompt shows how a call looks
-        r = Reply(model)
+    def call(messages):   # calls a tool only when the prompt shows how a call looks
         shown = 'For example, a reply that needs the first of them' in messages[0]['content']
-        last = str(messages[-1]['content'])
-        r.add_content('409.5.' if 'Results of the calls' in last else
-                      "```python\ncalculator('2340 * 0.175')\n```" if shown else 'I would compute it.')
-        r.finish('done', dict(finish_reason='stop'))
-        return r
-    res = run_bench(['m'], chat, tasks=dict(format='boopiter-bench-tasks', version=1, tools='default',
-                                            tasks=[dict(id='t2', question='What is 17.5% of 2340?', expect=['calculator'])]),
-                    example='both', hardware='box')
-    [run] = res.runs
-    assert [r.right for r in run.rows] == [False] and [r.right for r in run.example_rows] == [True]
-    totals = {line.split('  ')[1].strip(): line.split()[-1] for line in res.table().splitlines()
-              if line.startswith('  right tools') or line.startswith('  ...with an example')}
-    assert totals == {'right tools': '0/1', '...with an example': '1/1'}
-    assert 'without and with an example call' in res.table().splitlines()[0]
-    again = load_result(res.save(tmp_path/'r.json'))
-    assert again.table() == res.table() and [r.right for r in again.runs[0].example_rows] == [True]
+        return "```python\ncalculator('2340 * 0.175')\n```" if shown else 'I would compute it.'
+    side_by_side(tmp_path, call, 'example', '...with an example', 'without and with an example call')
 
 
 def test_the_example_call_fits_each_tool_and_shows_only_when_asked():

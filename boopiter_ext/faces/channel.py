@@ -59,7 +59,7 @@ failure goes back as an `error` message and to the log.
 
 __all__ = ['Channel', 'TARGET', 'VERSION']
 
-import logging, threading, uuid
+import logging, threading, time, uuid
 from ..core.binding import BINDING_KEYS
 
 TARGET, VERSION = 'boopiter', 1
@@ -181,31 +181,44 @@ class Channel:
         a.catalog.refresh(a.settings(nb=a.notebook()))
 
     # -- the notebook's changes, carried out by the frontend
+    def _ask_page(self,
+                  request:dict,   # An `edit` request (see the protocol above), without its id
+                  given_up,       # given_up(comm) -> bool, asked every 0.2 s: stop waiting, withdraw the request
+                 )->tuple:        # (sent, the page's `edit_result` or None once given up); (False, None): no frontend
+        """Send `request` to the frontend that said hello last, marked with the prompt cell asking (its Undo bar's),
+        and wait for its answer; given up, or interrupted, the request is withdrawn (`edit_cancel`)."""
+        comm = self._last if self._last is not None and self._last.comm_id in self.comms else None
+        if comm is None or not self.connected: return False, None
+        rid, done = uuid.uuid4().hex, threading.Event()
+        self._edits[rid] = [done, None]
+        prompt = getattr(self.assistant.current, 'cell_id', None)
+        self._send(comm, dict(request, type='edit', id=rid, **({'prompt': prompt} if prompt else {})))
+        try:
+            while not done.wait(0.2):
+                if given_up(comm):
+                    self._send(comm, dict(type='edit_cancel', id=rid))   # a review still shown would make it later
+                    return True, None
+            return True, self._edits[rid][1]
+        except BaseException:   # an interrupt while the user reviews: the review goes too
+            self._send(comm, dict(type='edit_cancel', id=rid))
+            raise
+        finally: self._edits.pop(rid, None)
+
     def edit(self,
              request:dict,         # `op` ('add', 'edit' or 'delete') and its fields (see the protocol above)
              timeout:float=None,   # Seconds to wait for the notebook to say what it did; None: `REVIEW_S` for what
                                    # the user reviews (an edit, a deletion), else `ADD_S`
             )->tuple|None:         # (ok, message for the model); None when no frontend is there to do it
         "Ask the frontend to change the notebook (an edit once the user accepts it), and wait for what it did."
-        comm = self._last if self._last is not None and self._last.comm_id in self.comms else None
-        if comm is None or not self.connected: return None
         reviewed = request.get('op') in ('edit', 'delete')
         timeout = timeout if timeout is not None else REVIEW_S if reviewed else ADD_S
-        rid, done = uuid.uuid4().hex, threading.Event()
-        self._edits[rid] = [done, None]
-        prompt = getattr(self.assistant.current, 'cell_id', None)
-        self._send(comm, dict(request, type='edit', id=rid, **({'prompt': prompt} if prompt else {})))
-        try:
-            if not done.wait(timeout):
-                self._send(comm, dict(type='edit_cancel', id=rid))   # a review still shown would make it later
-                return False, (f'the user did not accept the change within {timeout:g} s, so it was not made' if reviewed else
-                               f'the notebook did not say within {timeout:g} s whether it made the change; look at '
-                               'the notebook before trying again')
-            result = self._edits[rid][1]
-        except BaseException:   # an interrupt while the user reviews: the review goes too
-            self._send(comm, dict(type='edit_cancel', id=rid))
-            raise
-        finally: self._edits.pop(rid, None)
+        deadline = time.monotonic() + timeout
+        sent, result = self._ask_page(request, lambda comm: time.monotonic() > deadline)
+        if not sent: return None
+        if result is None:
+            return False, (f'the user did not accept the change within {timeout:g} s, so it was not made' if reviewed else
+                           f'the notebook did not say within {timeout:g} s whether it made the change; look at '
+                           'the notebook before trying again')
         return bool(result.get('ok')), str(result.get('message') or ('done' if result.get('ok') else 'refused'))[:500]
 
     def step(self,
@@ -215,20 +228,9 @@ class Channel:
         """Ask the frontend to put a cell of the model's below the prompt and run it once the user says (agent mode),
         and wait for what became of it: as long as the user takes to decide and the cell to run, until Stop, or until
         the page is gone."""
-        comm = self._last if self._last is not None and self._last.comm_id in self.comms else None
-        if comm is None or not self.connected: return None
-        rid, done = uuid.uuid4().hex, threading.Event()
-        self._edits[rid] = [done, None]
-        prompt = getattr(self.assistant.current, 'cell_id', None)
-        self._send(comm, dict(request, type='edit', id=rid, **({'prompt': prompt} if prompt else {})))
-        try:
-            while not done.wait(0.2):
-                if stopped.is_set() or not self.connected or comm.comm_id not in self.comms:
-                    self._send(comm, dict(type='edit_cancel', id=rid))
-                    return None
-            got = self._edits[rid][1]   # the page's word: untrusted, kept only as the protocol has it
-        finally: self._edits.pop(rid, None)
-        cell = got.get('cell')
+        _, got = self._ask_page(request, lambda comm: stopped.is_set() or not self.connected or comm.comm_id not in self.comms)
+        if got is None: return None
+        cell = got.get('cell')   # the page's word: untrusted, kept only as the protocol has it
         return dict(status=got.get('status') if got.get('status') in ('ran', 'skipped', 'stopped') else 'stopped',
                     cell=cell if isinstance(cell, str) and 0 < len(cell) <= 200 else '')
 

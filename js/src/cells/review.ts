@@ -39,6 +39,19 @@ export function diffNode(before: string, after: string): HTMLElement {
   return pre;
 }
 
+/** The user's decision about `node`: `settle` resolves it (the first call counts) and takes `node` out of the page. */
+function decision<T>(node: HTMLElement): { decided: Promise<T>; settle: (value: T) => void } {
+  let resolve: (value: T) => void = () => undefined;
+  const decided = new Promise<T>(r => (resolve = r));
+  return {
+    decided,
+    settle: value => {
+      node.remove();
+      resolve(value);
+    }
+  };
+}
+
 /** A review of `options`: its node (put it in the cell), and the user's decision. */
 export function review(options: IReviewOptions): IReview {
   const node = el('div', 'boop-Review');
@@ -50,13 +63,7 @@ export function review(options: IReviewOptions): IReview {
   accept.type = reject.type = 'button';
   buttons.append(accept, reject);
   node.append(el('div', 'boop-Review-title', options.title), diffNode(options.before, options.after), buttons);
-  let settle: (ok: boolean) => void = () => undefined;
-  const decided = new Promise<boolean>(resolve => {
-    settle = ok => {
-      node.remove();
-      resolve(ok);
-    };
-  });
+  const { decided, settle } = decision<boolean>(node);
   accept.addEventListener('click', () => settle(true));
   reject.addEventListener('click', () => settle(false));
   return { node, decided, withdraw: () => settle(false) };
@@ -91,13 +98,7 @@ export function stepConsent(code: string, reason: string): IStepConsent {
     ['stop', 'Stop', 'jp-mod-styled jp-mod-reject'],
     ...(reason ? [] : [['rest', 'Run the rest of this reply', 'jp-mod-styled'] as [StepChoice, string, string]])
   ];
-  let settle: (c: StepChoice) => void = () => undefined;
-  const decided = new Promise<StepChoice>(resolve => {
-    settle = c => {
-      node.remove();
-      resolve(c);
-    };
-  });
+  const { decided, settle } = decision<StepChoice>(node);
   for (const [choice, label, cls] of choices) {
     const b = el('button', cls, label);
     b.type = 'button';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { folded, IDiffLine, lineDiff, MAX_CELLS } from '../../src/cells/diff';
+import { rng } from '../generate';
 
 /** The text on one side of a diff (`del` lines are the old side's, `add` the new one's). */
 function sideOf(diff: readonly IDiffLine[], side: 'before' | 'after'): string {
@@ -8,16 +9,6 @@ function sideOf(diff: readonly IDiffLine[], side: 'before' | 'after'): string {
     .filter(d => d.kind !== skip)
     .map(d => d.text)
     .join('\n');
-}
-
-/** A seeded generator (mulberry32), so a failure names the seed that found it. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Texts of a few lines from a small alphabet (so lines repeat), with empty lines, markup and odd characters. */

