@@ -15,7 +15,7 @@ __all__ = ['__version__', 'load_ipython_extension', 'unload_ipython_extension', 
            'Router', 'LocalModel', 'Cell', 'build_context', 'order_cells', 'load_settings', 'Reply', 'pump',
            'BoopError', 'Catalog', 'ollama_loaded', 'unload_ollama_model', 'sync_ollama_loaded', 'add_tool', 'side_effect',
            'get_tool_list', 'tools_system_prompt', 'ask', 'ask_all', 'stream', 'prompt_llm', 'stream_llm_reply', 'Failed',
-           'on_tool_error']
+           'on_tool_error', 'add_mcp_server']
 
 import importlib, os
 from .errors import BoopError
@@ -27,7 +27,7 @@ _LAZY = dict(BoopMagics='.faces.magics', Assistant='.core.assistant', OllamaClie
              add_tool='.tools.registry', side_effect='.tools.registry', get_tool_list='.faces.api',
              tools_system_prompt='.tools.registry', ask='.faces.api', ask_all='.faces.api', stream='.faces.api',
              prompt_llm='.faces.api', stream_llm_reply='.faces.api', Failed='.core.batch',
-             on_tool_error='.tools.registry')
+             on_tool_error='.tools.registry', add_mcp_server='.tools.mcp')
 _COST_MAP = 'LITELLM_LOCAL_MODEL_COST_MAP'
 _frontend_loaded = None   # the `BoopMagics` the frontend loaded (`_frontend_load`) and no `%load_ext` adopted yet
 

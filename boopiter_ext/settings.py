@@ -39,6 +39,20 @@ Named endpoints (model servers) are sections of the same files, one per server (
 (project, then user, then system): sections are not merged, so a colleague's own file can map `gpu1` to their
 server. An endpoint from the system file is shared unless it says `shared = off`.
 
+MCP servers are sections too, each a tool source of that name (`read_mcp_servers`, tools/mcp.py):
+
+    [boopiter.mcp.issues]
+    command = python -m my_mcp_server --readonly      (stdio; `python` is the kernel's own; runs in this file's folder)
+    env = LOG_LEVEL=warning
+    pass_env = GITHUB_TOKEN                           (your variables it gets: only your own settings may name them)
+
+    [boopiter.mcp.search]
+    url = https://mcp.example.com/mcp                 (streamable HTTP)
+    token_env = SEARCH_TOKEN                          (sent as `Authorization: Bearer ...`; or `header = X-Api-Key`)
+
+A project may declare a server, never turn it on: its source acts or reaches out, so only your click, your settings
+or code you run picks it (`core/consent.py`), and the menu shows what it runs.
+
 Every value is checked against its key's rule in `RULES` where it is read (a settings file, `%config`,
 `c.BoopMagics`, the environment, the notebook's binding): a value that breaks it is ignored with one
 warning naming the file or layer and the key, and the next layer's value applies. `%%prompt` options
@@ -57,10 +71,10 @@ key of yours is sent to a server a cloned repository declared.
 
 __all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'RULES', 'MAX_CONTEXT', 'Settings', 'check_setting',
            'refusal', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini', 'user_ini', 'ollama_url', 'public_url',
-           'short_source', 'declared_models', 'Endpoint', 'ENDPOINT_KINDS', 'ENDPOINT_NAME', 'MAX_ENDPOINTS', 'read_endpoints',
+           'short_source', 'declared_models', 'Endpoint', 'ENDPOINT_KINDS', 'ENDPOINT_NAME', 'MAX_ENDPOINTS', 'read_endpoints', 'McpSpec', 'MAX_MCP', 'mcp_spec', 'read_mcp_servers',
            'system_ini', 'parse_allow', 'CONSENT_KEYS']
 
-import configparser, os, re, sys
+import configparser, os, re, shlex, sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -278,7 +292,7 @@ class Settings(dict):
     def __init__(self, values, source, warnings=()):
         super().__init__(values)
         self.source, self.warnings, self.project, self.system, self.screened = source, list(warnings), None, None, []
-        self.endpoints = {}
+        self.endpoints, self.mcp = {}, {}
         self.notes = list(self.warnings)
         self.yours = {k: DEFAULTS[k] for k in CONSENT_KEYS}   # until `load_settings` says: nothing granted
         self.proposed, self.consent = [], ''
@@ -317,10 +331,10 @@ def read_ini(
 
 
 def _has_section(path):
-    "Whether `path` has a `[boopiter]` section or an endpoint's (`[boopiter.endpoint.NAME]`)."
+    "Whether `path` has a `[boopiter]` section, an endpoint's (`[boopiter.endpoint.NAME]`) or an MCP server's."
     try: text = path.read_text(encoding='utf-8') if path.is_file() else ''
     except (OSError, UnicodeDecodeError): return False
-    return re.search(r'(?m)^\s*\[boopiter(\]|\.endpoint\.)', text) is not None
+    return re.search(r'(?m)^\s*\[boopiter(\]|\.endpoint\.|\.mcp\.)', text) is not None
 
 
 # -- named endpoints: model servers, each a section of a settings file
@@ -379,28 +393,120 @@ def _endpoint(name, items, where, shared, yours=True)->tuple:
     return Endpoint(name, kind, url, got.get('api_key_env') or '', got.get('shared', shared), where), warnings
 
 
+def _sections(path, prefix, what, limit, plural)->tuple:
+    "([(name, items)] of the `[PREFIX.NAME]` sections of `path`, at most `limit`; warnings)."
+    cp = configparser.ConfigParser(default_section='__none__', interpolation=None)
+    try: cp.read(path, encoding='utf-8')
+    except (configparser.Error, ValueError) as e: return [], [f'{path}: unreadable ({e.__class__.__name__}); ignored']
+    found, warnings = [], []
+    for sec in cp.sections():
+        if not sec.startswith(prefix): continue
+        name = sec[len(prefix):]
+        if not ENDPOINT_NAME.fullmatch(name):
+            warnings.append(f'{path}: section `[{_shown(sec)}]` ignored: {what} name is a letter or digit, then at '
+                            'most 39 letters, digits, `-` or `_`')
+        elif len(found) >= limit: warnings.append(f'{path}: `[{sec}]` ignored: at most {limit} {plural} a file')
+        else: found.append((name, cp.items(sec)))
+    return found, warnings
+
+
 def read_endpoints(
     path:Path,           # A settings file
     shared:bool=False,   # Whether its endpoints are shared unless they say (the system file's are)
     yours:bool=True,     # Whether they may name a key variable (a project's may not)
 )->tuple:                # (endpoints by name, in file order; warnings)
     "The named endpoints `path` declares, each checked whole: one with a bad kind or url is ignored, with one line."
-    cp = configparser.ConfigParser(default_section='__none__', interpolation=None)
-    try: cp.read(path, encoding='utf-8')
-    except (configparser.Error, ValueError) as e: return {}, [f'{path}: unreadable ({e.__class__.__name__}); ignored']
-    found, warnings = {}, []
-    for sec in cp.sections():
-        if not sec.startswith(_SECTION): continue
-        name = sec[len(_SECTION):]
-        if not ENDPOINT_NAME.fullmatch(name):
-            warnings.append(f'{path}: section `[{_shown(sec)}]` ignored: an endpoint name is a letter or digit, then at '
-                            'most 39 letters, digits, `-` or `_`')
-        elif len(found) >= MAX_ENDPOINTS:
-            warnings.append(f'{path}: `[{sec}]` ignored: at most {MAX_ENDPOINTS} endpoints a file')
-        else:
-            ep, w = _endpoint(name, cp.items(sec), str(path), shared, yours)
-            warnings += w
-            if ep is not None: found[name] = ep
+    sections, warnings = _sections(path, _SECTION, 'an endpoint', MAX_ENDPOINTS, 'endpoints')
+    found = {}
+    for name, items in sections:
+        ep, w = _endpoint(name, items, str(path), shared, yours)
+        warnings += w
+        if ep is not None: found[name] = ep
+    return found, warnings
+
+
+# -- MCP servers: tool sources, each a section of a settings file (tools/mcp.py starts and speaks to them)
+MAX_MCP = 16   # per file
+_MCP_SECTION = 'boopiter.mcp.'
+_MCP_KEYS = ('command', 'url', 'env', 'pass_env', 'token_env', 'header', 'timeout', 'description')
+
+
+@dataclass(frozen=True)
+class McpSpec:
+    "An MCP server, as a settings file declares it (`[boopiter.mcp.NAME]`): a command (stdio) or a URL (HTTP)."
+    name: str                  # The tool source it becomes
+    command: tuple = ()        # The program and its arguments (stdio); `python` is the kernel's own Python
+    url: str = ''              # Its streamable-HTTP endpoint, instead of a command
+    env: tuple = ()            # (NAME, value) pairs set for the command
+    pass_env: tuple = ()       # Names of your variables passed on to the command (only your own settings may)
+    token_env: str = ''        # The variable whose value is sent in `header` (only your own settings may name it)
+    header: str = 'Authorization'   # Where the token goes; `Authorization` sends `Bearer TOKEN`
+    timeout: float = 60.0      # Seconds one call may take
+    description: str = ''      # The tools menu's line
+    folder: str = ''           # Where the command runs: the folder of the file that declared it
+    where: str = ''            # That file
+
+
+_HEADER = re.compile(r'[A-Za-z0-9-]{1,64}', re.A)
+
+
+def mcp_spec(
+    name:str,          # The server's name: the tool source it becomes
+    items,             # (key, text) pairs, as a `[boopiter.mcp.NAME]` section holds them
+    path:str,          # Where they come from (a settings file), for the warnings
+    yours:bool=True,   # Whether it may be given your variables (`pass_env`, `token_env`)
+    folder:str=None,   # Where its command runs; None: the folder of `path`
+)->tuple:              # (McpSpec, or None when it does not fit; warnings)
+    "An MCP server's declaration checked whole: a command or a URL, and what it may be given."
+    at, got, warnings = f'{path} [{_MCP_SECTION}{name}]', {}, []
+    for k,v in items:
+        if k in _MCP_KEYS: got[k] = v.strip()
+        elif _SECRET.search(k): warnings.append(f'{at}: `{k}` ignored: secrets come from the environment only; name '
+                                                'the variable holding one with `token_env` or `pass_env`')
+        else: warnings.append(f'{at}: unknown key `{_shown(k)}` ignored; known: {", ".join(_MCP_KEYS)}')
+    for k in ('pass_env', 'token_env'):
+        if got.get(k) and not yours:
+            warnings.append(f'{at}: `{k}` ignored: a project file may not choose which of your variables a server gets; '
+                            'declare this server in your own settings to pass one')
+            got.pop(k)
+    try:
+        command = tuple(shlex.split(got.get('command', '')))
+        env = tuple(tuple(kv.split('=', 1)) for kv in shlex.split(got.get('env', '')))
+    except ValueError as e: return None, warnings + [f'{at}: `command` or `env` cannot be read ({e}); the server is ignored']
+    if bad := [kv[0] for kv in env if len(kv) != 2 or not _ENV_NAME.fullmatch(kv[0])]:
+        return None, warnings + [f'{at}: `env` must be NAME=value pairs, not `{_shown(bad[0])}`; the server is ignored']
+    if secret := [k for k,_ in env if _SECRET.search(k)]:
+        return None, warnings + [f'{at}: `env` sets `{secret[0]}`: secrets come from the environment only; name the '
+                                 'variable with `pass_env` in your own settings; the server is ignored']
+    names = tuple(n for n in re.split(r'[,\s]+', got.get('pass_env', '')) if n)
+    url, token, header = got.get('url', ''), got.get('token_env', ''), got.get('header') or 'Authorization'
+    problem = ('give it a `command` (stdio) or a `url` (HTTP)' if not command and not url else
+               '`command` and `url` both given: one server is one or the other' if command and url else
+               f'`url = {_shown(url)}` is not an http(s) URL' if url and not _address(url, bare=False) else
+               f'`pass_env` names something that is not a variable: {_shown(got["pass_env"])}'
+               if not all(_ENV_NAME.fullmatch(n) for n in names) else
+               f'`token_env = {_shown(token)}` is not a variable name' if token and not _ENV_NAME.fullmatch(token) else
+               f'`header = {_shown(header)}` is not a header name' if not _HEADER.fullmatch(header) else '')
+    try: timeout = float(got.get('timeout') or 60)
+    except ValueError: timeout = -1
+    if not problem and not 0 < timeout <= _DAY: problem = f'`timeout = {_shown(got["timeout"])}` is not {_SECONDS} above 0'
+    if problem: return None, warnings + [f'{at}: {problem}; the server is ignored']
+    text = ' '.join(got.get('description', '').split())[:200]
+    folder = str(Path(path).parent) if folder is None else folder
+    return McpSpec(name, command, url, env, names, token, header, timeout, text, folder, str(path)), warnings
+
+
+def read_mcp_servers(
+    path:Path,        # A settings file
+    yours:bool=True,  # Whether its servers may be given your variables (`pass_env`, `token_env`; a project's may not)
+)->tuple:             # (McpSpec by name, in file order; warnings)
+    "The MCP servers `path` declares, each checked whole: one that does not fit is ignored, with one line."
+    sections, warnings = _sections(path, _MCP_SECTION, 'an MCP server', MAX_MCP, 'MCP servers')
+    found = {}
+    for name, items in sections:
+        spec, w = mcp_spec(name, items, str(path), yours)
+        warnings += w
+        if spec is not None: found[name] = spec
     return found, warnings
 
 
@@ -483,7 +589,8 @@ def load_settings(
                                 (str(system), svals))])
     res.yours = Settings({k: yours[k] for k in CONSENT_KEYS}, {k: yours.source[k] for k in CONSENT_KEYS})   # with sources
     res.endpoints, ewarn = _all_endpoints(proj, user, system, environ)
-    res.warnings = pwarn + uwarn + swarn + ewarn + res.warnings
+    res.mcp, mwarn = _all_mcp(proj, user, system)
+    res.warnings = pwarn + uwarn + swarn + ewarn + mwarn + res.warnings
     res.project, res.system = str(proj) if proj else None, str(system) if system else None
     res.notes = [_short_paths(w, {str(user): _tilde(user), **({str(proj): 'settings.ini'} if proj else {})})
                  for w in res.warnings]
@@ -498,6 +605,17 @@ def _all_endpoints(proj, user, system, environ)->tuple:
         if path is None or not path.is_file(): continue
         eps, w = read_endpoints(path, shared, yours)
         found.update(eps)
+        warnings += w
+    return found, warnings
+
+
+def _all_mcp(proj, user, system)->tuple:
+    "(McpSpec by name, warnings): as `_all_endpoints`, a later file's section replacing an earlier one of the same name."
+    found, warnings = {}, []
+    for path, yours in ((system, True), (user, True), (proj, False)):
+        if path is None or not path.is_file(): continue
+        specs, w = read_mcp_servers(path, yours)
+        found.update(specs)
         warnings += w
     return found, warnings
 

@@ -57,6 +57,11 @@ HOWTOS = {
     '11_first_hour': ((), [
         ('`total` is 19.75: the sum of 3.50, 4.25 and 12.00. Your next step could be `round(total * 1.2, 2)` for the '
          'price with 20% tax.', None)]),
+    # the notes server the how-to writes and declares: two guarded calls, then the answer
+    '13_mcp_tools': ((), [
+        (_code("search_notes('kettle')"), None), (_code("read_note('kettle')"), None),
+        ('Descale the K-200 kettle every 4 weeks with citric acid, and your shopping note has citric acid on it.',
+         None)]),
     # asked from code, several at once: each reply is chosen by what its question says, not by its turn
     '12_ask_from_code': ((), lambda body: _answer_by_words(body, {
         'tomato': 'Fruit.',

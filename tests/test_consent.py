@@ -29,7 +29,7 @@ def layers(tmp_path, project='', user='', **kw):
 
 
 def test_the_sources_that_act_or_reach_out_are_a_property_of_the_source():
-    assert [n for n in SOURCES if needs_consent(n)] == OUTWARD   # files, kernel and pdf read inside the folder
+    assert [n for n in SOURCES if needs_consent(n)] == OUTWARD + ['nbfiles', 'ci']   # files, kernel, pdf, machine read
     assert needs_consent('mcp-someday')                          # a source not known here: only you turn it on
     try:
         register_tool_source('calendar', lambda ctx: [], description='books meetings')   # acts: consent by default

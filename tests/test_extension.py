@@ -232,7 +232,7 @@ def test_public_api_is_listed_and_heavy_names_load_on_first_use():
                                     'load_settings', 'Reply', 'pump', 'BoopError', 'Catalog', 'ollama_loaded',
                                     'unload_ollama_model', 'sync_ollama_loaded', 'add_tool', 'side_effect',
                                     'get_tool_list', 'tools_system_prompt', 'ask', 'ask_all', 'stream', 'prompt_llm',
-                                    'stream_llm_reply', 'Failed', 'on_tool_error']
+                                    'stream_llm_reply', 'Failed', 'on_tool_error', 'add_mcp_server']
     code = ("import sys, boopiter_ext as b; before = 'boopiter_ext.models.ollama' in sys.modules; c = b.OllamaClient\n"
             "print(before, 'boopiter_ext.models.ollama' in sys.modules, c.__module__, all(getattr(b, n) for n in b.__all__))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split()

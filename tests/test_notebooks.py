@@ -46,7 +46,7 @@ def test_every_notebook_is_tested():
                                                             '06_images_and_reasoning.ipynb', '07_reproducible.ipynb',
                                                             '08_whole_notebook.ipynb', '09_web_and_pdf_tools.ipynb',
                                                             '10_teams.ipynb', '11_first_hour.ipynb',
-                                                            '12_ask_from_code.ipynb']
+                                                            '12_ask_from_code.ipynb', '13_mcp_tools.ipynb']
     # each how-to that stops without Ollama ships the cassette `boopiter-run NB --replay` reads, and says where it is from
     assert sorted(p.name for p in NBS.glob('*.cassette.json')) == sorted(f'{n}.cassette.json' for n in HOWTOS)
     for name in HOWTOS:
@@ -337,6 +337,24 @@ def test_teams_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     assert table.split() == ['lab', 'ollama', srv.url, 'shared', 'gateway', 'openai', srv.url + '/v1', 'shared']
 
 
+def test_mcp_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
+    "The how-to's own MCP server, declared in code and turned on; the model's two calls run and their results go back."
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    for reply, _ in HOWTOS['13_mcp_tools'][1]: srv.script(reply)
+    nb = run_howto(tmp_path, '13_mcp_tools.ipynb')
+    cells = {c.source.splitlines()[0]: c for c in nb.cells if c.cell_type == 'code'}
+    def text(first): return ''.join(o.get('text', '') or o.get('data', {}).get('text/plain', '') for o in cells[first].outputs)
+    assert 'on   notes    MCP server runs `python notes_server.py`: Kitchen notes' in text('%boop tools notes on')
+    assert text("search_notes('kettle')") == "['kettle', 'shopping']"
+    assert text('from boopiter_ext.tools.registry import tool_signature').startswith('# Changes something')
+    [loop] = [o['metadata']['boopiter']['tool_loop'] for o in cells['%%prompt --auto'].outputs
+              if 'tool_loop' in o['metadata'].get('boopiter', {})]
+    assert loop['stop'] == 'answered' and [s['status'] for s in loop['steps']] == ['ok', 'ok']
+    sent = json.dumps(srv.chats()[-1]['messages'])
+    assert 'kettle' in sent and 'Descale the K-200 kettle every 4 weeks with citric acid.' in sent
+    assert text("get_current_time('Asia/Tokyo')['timezone']") == "'Asia/Tokyo'"
+
+
 def status_lines(cell)->str: return ''.join(o.get('text', '') for o in cell.outputs)
 
 
@@ -425,7 +443,8 @@ def test_howto_replays_offline_from_its_cassette(name, tmp_path, monkeypatch):
         assert len(batches) == 3 and all(re.search(r'answered \(0 asked, \d reused\)', b) for b in batches)
         return
     done = [o for _,o in replies(nb) if o['metadata']['boopiter']['status'] == 'done']
-    assert len(done) == len(prompts) == res.stdout.count('--- reply (')
+    assert len(done) == res.stdout.count('--- reply (')   # an auto-mode prompt has a reply for each round
+    assert all(any(o['metadata'].get('boopiter', {}).get('status') == 'done' for o in c.outputs) for c in prompts)
     for o in done:
         md, turn = o['metadata']['boopiter'], tape.turns.get(o['metadata']['boopiter']['digest'])
         assert turn is not None, md

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from boopiter_ext.tools import files, kernel, registry
 from boopiter_ext.context.build import Cell
-from boopiter_ext.tools.registry import (DEFAULT_SELECTION, NEVER_OFFERED, SOURCES, ToolContext, add_tool,
+from boopiter_ext.tools.registry import (DEFAULT_SELECTION, NEVER_OFFERED, SOURCES, needs_consent, ToolContext, add_tool,
                                          get_tool_list, notebook_tools, register_tool_source, remove_tool, side_effect,
                                          tool_signature, tools_system_prompt)
 from boopiter_ext.tools.files import file_tools
@@ -329,8 +329,11 @@ def add_numbers(
 
 
 def test_default_sources_and_selection(tree):
-    assert DEFAULT_SELECTION == {'kernel': True, 'files': True, 'notebook': False, 'web': False, 'pdf': False}
-    assert {k: v[2] for k,v in SOURCES.items()} == {
+    assert DEFAULT_SELECTION == {'kernel': True, 'files': True, 'notebook': False, 'web': False, 'pdf': False,
+                                 'nbfiles': False, 'machine': False, 'ci': False}
+    assert {n: needs_consent(n) for n in SOURCES} == {'kernel': False, 'files': False, 'notebook': True, 'web': True,
+                                                      'pdf': False, 'nbfiles': True, 'machine': False, 'ci': True}
+    assert {k: v[2] for k,v in list(SOURCES.items())[:5]} == {
         'kernel': 'Variables and cells of this kernel (read-only)',
         'files': "Files under the notebook's folder: list, read, search (read-only)",
         'notebook': "The notebook's cells: list, read, search; add and edit them (through the extension, on your word, "

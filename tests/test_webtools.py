@@ -980,3 +980,13 @@ def test_deeply_nested_objects_are_an_error(folder):
 def test_garbage_after_the_header_is_an_error(folder):
     (folder/'broken.pdf').write_bytes(b'%PDF-1.7\n' + os.urandom(5000))
     assert read(folder)('broken.pdf').startswith('error: ')
+
+
+@needs_pypdf
+@pytest.mark.heavy
+def test_a_module_in_the_notebooks_folder_is_never_imported_by_the_pdf_reader(folder, monkeypatch):
+    for name in ('json', 'warnings', 'resource'):   # what the reader imports: a file of that name is not it
+        (folder / f'{name}.py').write_text("open('hijacked', 'w').close()\n")
+    monkeypatch.chdir(folder)   # the kernel's folder is the notebook's
+    assert read(folder)('report.pdf', pages='1').endswith('Quarterly report\nRevenue grew 12%')
+    assert not (folder / 'hijacked').exists()

@@ -16,7 +16,7 @@ do; a partial reply is shown before its fault is raised.
 
 __all__ = ['Assistant', 'Answer', 'folder']
 
-import contextvars, logging, re, threading
+import contextvars, logging, re, sys, threading
 from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,6 +173,7 @@ class Assistant:
             self.background.wait(5)
         self._tidier = self._catalog = None
         self.withdraw()
+        if (mcp := sys.modules.get('boopiter_ext.tools.mcp')) is not None: mcp.stop_servers()
         if self._router is not None: self._router.close()
         self._router = None
 
@@ -186,6 +187,9 @@ class Assistant:
         "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
         binding, screened = (self._binding, []) if self._binding is not None else self._saved_binding(nb)
         s = self._resolve(cell, nb, binding)
+        if s.mcp or 'boopiter_ext.tools.mcp' in sys.modules:   # its MCP servers as tool sources, before consent reads them
+            from ..tools.mcp import sync_sources
+            s.warnings += sync_sources(s.mcp)
         reasoning_answers = s['reasoning'] and s['reasoning_model'] and picked_model(s)[0] == s['reasoning_model']
         if s.source['think'] == 'notebook binding' and not reasoning_answers:   # the menu's effort is the reasoning model's
             s = self._resolve(cell, nb, {k: v for k,v in binding.items() if k != 'think'})
@@ -417,7 +421,7 @@ class Assistant:
         "The selected tools by name; the file tools only where there is a folder to confine them to."
         from ..tools.registry import DEFAULT_SELECTION, ToolContext, get_tool_list, parse_selection
         root, selection = folder(nb), parse_selection(settings['tools'])
-        if root is None: selection = {**(selection or DEFAULT_SELECTION), 'files': False, 'pdf': False}   # not the disk
+        if root is None: selection = {**(selection or DEFAULT_SELECTION), 'files': False, 'pdf': False, 'nbfiles': False}
         from ..context.build import HIDE_TAG
         def shown(cells): return [c for c in cells if HIDE_TAG not in c.tags]   # a hidden cell reaches no tool either
         ctx = ToolContext(root=root or Path.cwd(), namespace=self.namespace, cells=lambda: shown(self.cells_above(nb)),

@@ -26,9 +26,10 @@ _PAGE_CHARS = 100_000         # characters kept from one page
 
 # The child: no notebook-folder modules on its path; limits set before pypdf is imported; one JSON line per event.
 _PDF_CHILD = r'''
-import json, os, sys, warnings
+import sys
+if sys.path and sys.path[0] == '': del sys.path[0]   # first: a `json.py` in the notebook's folder is never imported
+import json, os, warnings
 warnings.simplefilter('ignore')
-if sys.path and sys.path[0] in ('', os.getcwd()): del sys.path[0]
 a = json.loads(sys.argv[1])
 try:
     import resource

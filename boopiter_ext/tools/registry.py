@@ -19,11 +19,11 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
     system = tools_system_prompt(tools)     # '' when there are no tools: then no system prompt is added
 """
 
-__all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'get_tool_list',
+__all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'unregister_tool_source', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'example_call', 'tools_system_prompt',
            'parse_selection', 'selection_setting', 'unofferable', 'needs_consent', 'on_tool_error', 'tool_error_hook']
 
-import builtins, inspect, keyword, logging, re, typing
+import builtins, inspect, keyword, logging, re, time, typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -81,6 +81,18 @@ def _pdf_source(ctx):
     from .pdf import pdf_source
     return pdf_source(ctx)
 
+def _nbfiles_source(ctx):
+    from .nbfiles import nbfiles_source
+    return nbfiles_source(ctx)
+
+def _machine_source(ctx=None):
+    from .machine import machine_source
+    return machine_source(ctx)
+
+def _ci_source(ctx=None):
+    from .ci import ci_source
+    return ci_source(ctx)
+
 SOURCES = {  # name: (factory(ctx)->list of tools, selected by default, description for the tools menu)
     'kernel': (_kernel_source, True, "Variables and cells of this kernel (read-only)"),
     'files': (_files_source, True, "Files under the notebook's folder: list, read, search (read-only)"),
@@ -88,11 +100,17 @@ SOURCES = {  # name: (factory(ctx)->list of tools, selected by default, descript
                                           "extension, on your word, undoable)"),
     'web': (_web_source, False, "Fetch a public web page as text (GET only; private addresses need `web_allow`)"),
     'pdf': (_pdf_source, False, "Read PDFs under the notebook's folder as text (needs pypdf: `pip install pypdf`)"),
+    'nbfiles': (_nbfiles_source, False, "Other notebooks under the notebook's folder: read and search their cells; edit, "
+                                        "add and insert cells on your word (written whole, outputs kept valid)"),
+    'machine': (_machine_source, False, "Free memory on each GPU (or the machine) and what Ollama's loaded models hold "
+                                        "(read-only)"),
+    'ci': (_ci_source, False, "A GitHub repository's CI runs (one GET to the GitHub API; a token from GITHUB_TOKEN)"),
 }
 DEFAULT_SELECTION = {name: default for name,(_,default,_) in SOURCES.items()}
 # Sources that act (change the notebook) or reach outside it (the network): only you may turn them on; a notebook or a
-# project's settings.ini may only propose them (core/consent.py). `files`, `kernel` and `pdf` read inside the folder.
-ACTS_OR_REACHES_OUT = {'notebook', 'web'}
+# project's settings.ini may only propose them (core/consent.py). `files`, `kernel` and `pdf` read inside the folder;
+# `machine` reads this machine's memory.
+ACTS_OR_REACHES_OUT = {'notebook', 'web', 'nbfiles', 'ci'}
 _NOTEBOOK = {}   # name: fn, the tools this process added with add_tool
 
 
@@ -110,6 +128,15 @@ def register_tool_source(
     DEFAULT_SELECTION[name] = default
     if acts_or_reaches_out: ACTS_OR_REACHES_OUT.add(name)
     else: ACTS_OR_REACHES_OUT.discard(name)
+
+
+def unregister_tool_source(
+    name:str,  # A source `register_tool_source` added
+):
+    "Take a source out (a server that settings no longer declare); a name not registered is left alone."
+    SOURCES.pop(name, None)
+    DEFAULT_SELECTION.pop(name, None)
+    ACTS_OR_REACHES_OUT.discard(name)
 
 
 def needs_consent(name:str)->bool:
@@ -187,10 +214,16 @@ def notebook_tools()->list:
     return list(_NOTEBOOK.values())
 
 
+_SAID = {}   # source name: (what its failure said, when): said once a minute, not at every look at the tools
+
+
 def _source_tools(name, factory, ctx):
     try: tools = list(factory(ctx))
     except Exception as e:   # one broken source must not stop the prompt: the others still work
-        log.warning('tool source %r failed and was skipped: %s: %s', name, type(e).__name__, e)
+        said, now = f'{type(e).__name__}: {e}', time.monotonic()
+        if _SAID.get(name, ('', -60.0))[0] != said or now - _SAID[name][1] >= 60:
+            log.warning('tool source %r failed and was skipped: %s', name, said)
+            _SAID[name] = (said, now)
         return []
     ok = []
     for fn in tools:
