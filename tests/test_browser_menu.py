@@ -14,7 +14,7 @@ import json
 import nbformat
 import pytest
 from browser import (BINDING_MIME, KERNEL, KERNEL_STATUS, MENU_BUTTON, MENU_ITEM, MENU_PHASE, MENU_PANEL, OUTPUT_TEXTS, PANEL,
-                     SERVER_MODELS, answering, auto_model, both_apps, cells, clear_counts, code, execute_silently,
+                     SERVER_MODELS, answering, load_boopiter, auto_model, both_apps, cells, clear_counts, code, execute_silently,
                      load_from_menu, open_menu, open_notebook, read, reply_done, run_all, run_cell, save, screenshot,
                      set_theme, until, until_answering, wait_all_ran, wait_for_chat, write_notebook)
 from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
@@ -148,7 +148,8 @@ def test_the_brain_menu_loads_boopiter_offers_every_pick_and_saves_them_in_the_n
     fits = sizes[:{'gemma3:4b': 7, 'qwen3:1.7b': 5, 'smollm2:135m': 3}[auto]]
     assert [t for _,t in page.evaluate(SELECT, 'context_size')] == ['auto', *fits]
     tools = page.evaluate(f"() => Array.from(document.querySelectorAll('{MENU_PANEL} input[data-tool]'), b => [b.dataset.tool, b.checked])")
-    assert tools == [['kernel', True], ['files', True], ['notebook', False], ['web', False], ['pdf', False]]
+    assert tools == [['kernel', True], ['files', True], ['notebook', False], ['web', False], ['pdf', False],
+                     ['nbfiles', False], ['machine', False], ['ci', False]]
     assert pressed(page, 'auto') == ('false', '') and pressed(page, 'reuse') == ('true', '✓')
     assert panel.locator('.boop-Menu-hint').inner_text() == 'offered: list_variables, show_cell, list_files, read_file, search_files'
 
@@ -440,7 +441,8 @@ def test_the_menu_says_what_a_notebook_proposes_and_one_click_accepts_it_for_tha
     assert consent.get_attribute('role') == 'alert'
     assert pressed(page, 'auto') == ('false', '')                        # proposed, not applied
     tools = f"() => Array.from(document.querySelectorAll('{MENU_PANEL} input[data-tool]'), b => [b.dataset.tool, b.checked])"
-    assert page.evaluate(tools) == [['kernel', True], ['files', True], ['notebook', False], ['web', False], ['pdf', False]]
+    assert page.evaluate(tools) == [['kernel', True], ['files', True], ['notebook', False], ['web', False], ['pdf', False],
+                     ['nbfiles', False], ['machine', False], ['ci', False]]
     assert 'fetch_url' not in panel.locator('.boop-Menu-hint').inner_text()
     assert binding(page, 'auto') is True                                 # the notebook keeps its proposal
     screenshot(consent, artifacts/f'{app.app}-menu-consent-light.png', (200, 20, 1000))
@@ -515,3 +517,28 @@ def test_a_failed_prompt_and_a_successful_one_update_the_menu_and_the_toolbar_an
     open_menu(page, app)
     assert not page.locator(f'{MENU_PANEL} .boop-Menu-offline').count()
     assert not [o for o in page.evaluate(f'() => {OPTIONS}') if o['offline']]
+
+
+@both_apps
+def test_an_mcp_server_a_project_declares_is_a_source_you_turn_on_in_the_menu(app, page, srv, artifacts):
+    "A project's settings.ini declares it: the menu lists it, off and not started; your click starts it and offers its tools."
+    from pathlib import Path
+    folder = app.root/f'mcp-{app.app}'
+    folder.mkdir(exist_ok=True)
+    starts = folder/'starts.log'
+    (folder/'settings.ini').write_text(f'[boopiter]\ntools = kernel, files, demo\n\n[boopiter.mcp.demo]\n'
+                                       f'command = python {Path(__file__).with_name("mcp_servers.py")}\n'
+                                       f'env = BOOP_MCP_LOG={starts}\ndescription = the test server\n')
+    write_notebook(folder/'mcp.ipynb', ['x = 1'])
+    open_notebook(page, app, f'{folder.name}/mcp.ipynb')
+    load_boopiter(page, app)
+    panel = open_menu(page, app)
+    tools = f"() => Array.from(document.querySelectorAll('{MENU_PANEL} input[data-tool]'), b => [b.dataset.tool, b.checked])"
+    assert page.evaluate(tools)[-1] == ['demo', False]   # the project proposes it: off until you say
+    label = panel.locator('label:has(input[data-tool="demo"])')
+    assert label.get_attribute('title').startswith('MCP server runs `python ') and 'the test server' in label.get_attribute('title')
+    assert 'demo tool' in panel.locator('.boop-Menu-consent').inner_text() and not starts.exists()
+    panel.locator('input[data-tool="demo"]').click()   # your click
+    picked(page, app, 'tools', 'kernel, files, demo', 'the demo source on')
+    until(page, app, f"document.querySelector('{MENU_PANEL} .boop-Menu-hint')?.textContent.includes('shout')", 'its tools offered')
+    assert len(starts.read_text().split()) == 1
