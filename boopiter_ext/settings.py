@@ -44,14 +44,15 @@ MCP servers are sections too, each a tool source of that name (`read_mcp_servers
     [boopiter.mcp.issues]
     command = python -m my_mcp_server --readonly      (stdio; `python` is the kernel's own; runs in this file's folder)
     env = LOG_LEVEL=warning
-    pass_env = GITHUB_TOKEN                           (your variables it gets: only your own settings may name them)
+    pass_env = GITHUB_TOKEN                           (your variables it gets)
 
     [boopiter.mcp.search]
     url = https://mcp.example.com/mcp                 (streamable HTTP)
     token_env = SEARCH_TOKEN                          (sent as `Authorization: Bearer ...`; or `header = X-Api-Key`)
 
-A project may declare a server, never turn it on: its source acts or reaches out, so only your click, your settings
-or code you run picks it (`core/consent.py`), and the menu shows what it runs.
+Only your own settings (and the system file) may declare a server: a project's settings.ini may not, as a server
+runs a program or receives your data. Its source acts or reaches out, so a notebook or a project may propose it in
+`tools`, never turn it on (`core/consent.py`).
 
 Every value is checked against its key's rule in `RULES` where it is read (a settings file, `%config`,
 `c.BoopMagics`, the environment, the notebook's binding): a value that breaks it is ignored with one
@@ -71,7 +72,7 @@ key of yours is sent to a server a cloned repository declared.
 
 __all__ = ['SETTINGS', 'DEFAULTS', 'EFFORTS', 'THINK_LEVELS', 'RULES', 'MAX_CONTEXT', 'Settings', 'check_setting',
            'refusal', 'load_settings', 'resolve_settings', 'read_ini', 'project_ini', 'user_ini', 'ollama_url', 'public_url',
-           'short_source', 'declared_models', 'Endpoint', 'ENDPOINT_KINDS', 'ENDPOINT_NAME', 'MAX_ENDPOINTS', 'read_endpoints', 'McpSpec', 'MAX_MCP', 'mcp_spec', 'read_mcp_servers',
+           'short_source', 'declared_models', 'Endpoint', 'ENDPOINT_KINDS', 'ENDPOINT_NAME', 'MAX_ENDPOINTS', 'read_endpoints', 'McpSpec', 'MAX_MCP', 'MCP_RESERVED', 'mcp_spec', 'read_mcp_servers',
            'system_ini', 'parse_allow', 'CONSENT_KEYS']
 
 import configparser, os, re, shlex, sys
@@ -427,6 +428,7 @@ def read_endpoints(
 
 # -- MCP servers: tool sources, each a section of a settings file (tools/mcp.py starts and speaks to them)
 MAX_MCP = 16   # per file
+MCP_RESERVED = ('auto', 'none', 'yours', 'all')   # words the `tools` setting and `%boop tools` read otherwise
 _MCP_SECTION = 'boopiter.mcp.'
 _MCP_KEYS = ('command', 'url', 'env', 'pass_env', 'token_env', 'header', 'timeout', 'description')
 
@@ -438,8 +440,8 @@ class McpSpec:
     command: tuple = ()        # The program and its arguments (stdio); `python` is the kernel's own Python
     url: str = ''              # Its streamable-HTTP endpoint, instead of a command
     env: tuple = ()            # (NAME, value) pairs set for the command
-    pass_env: tuple = ()       # Names of your variables passed on to the command (only your own settings may)
-    token_env: str = ''        # The variable whose value is sent in `header` (only your own settings may name it)
+    pass_env: tuple = ()       # Names of your variables passed on to the command
+    token_env: str = ''        # The variable whose value is sent in `header`
     header: str = 'Authorization'   # Where the token goes; `Authorization` sends `Bearer TOKEN`
     timeout: float = 60.0      # Seconds one call may take
     description: str = ''      # The tools menu's line
@@ -454,21 +456,17 @@ def mcp_spec(
     name:str,          # The server's name: the tool source it becomes
     items,             # (key, text) pairs, as a `[boopiter.mcp.NAME]` section holds them
     path:str,          # Where they come from (a settings file), for the warnings
-    yours:bool=True,   # Whether it may be given your variables (`pass_env`, `token_env`)
     folder:str=None,   # Where its command runs; None: the folder of `path`
 )->tuple:              # (McpSpec, or None when it does not fit; warnings)
-    "An MCP server's declaration checked whole: a command or a URL, and what it may be given."
+    "An MCP server's declaration checked whole: a command or a URL, what it is given, how long it may take."
     at, got, warnings = f'{path} [{_MCP_SECTION}{name}]', {}, []
+    if name.lower() in MCP_RESERVED:
+        return None, [f'{at}: `{name}` means something else in the `tools` setting; name the server otherwise']
     for k,v in items:
         if k in _MCP_KEYS: got[k] = v.strip()
         elif _SECRET.search(k): warnings.append(f'{at}: `{k}` ignored: secrets come from the environment only; name '
                                                 'the variable holding one with `token_env` or `pass_env`')
         else: warnings.append(f'{at}: unknown key `{_shown(k)}` ignored; known: {", ".join(_MCP_KEYS)}')
-    for k in ('pass_env', 'token_env'):
-        if got.get(k) and not yours:
-            warnings.append(f'{at}: `{k}` ignored: a project file may not choose which of your variables a server gets; '
-                            'declare this server in your own settings to pass one')
-            got.pop(k)
     try:
         command = tuple(shlex.split(got.get('command', '')))
         env = tuple(tuple(kv.split('=', 1)) for kv in shlex.split(got.get('env', '')))
@@ -477,7 +475,7 @@ def mcp_spec(
         return None, warnings + [f'{at}: `env` must be NAME=value pairs, not `{_shown(bad[0])}`; the server is ignored']
     if secret := [k for k,_ in env if _SECRET.search(k)]:
         return None, warnings + [f'{at}: `env` sets `{secret[0]}`: secrets come from the environment only; name the '
-                                 'variable with `pass_env` in your own settings; the server is ignored']
+                                 'variable with `pass_env`; the server is ignored']
     names = tuple(n for n in re.split(r'[,\s]+', got.get('pass_env', '')) if n)
     url, token, header = got.get('url', ''), got.get('token_env', ''), got.get('header') or 'Authorization'
     problem = ('give it a `command` (stdio) or a `url` (HTTP)' if not command and not url else
@@ -497,14 +495,13 @@ def mcp_spec(
 
 
 def read_mcp_servers(
-    path:Path,        # A settings file
-    yours:bool=True,  # Whether its servers may be given your variables (`pass_env`, `token_env`; a project's may not)
-)->tuple:             # (McpSpec by name, in file order; warnings)
+    path:Path,  # One of your settings files (yours, or the system's: a project's may not declare servers)
+)->tuple:       # (McpSpec by name, in file order; warnings)
     "The MCP servers `path` declares, each checked whole: one that does not fit is ignored, with one line."
     sections, warnings = _sections(path, _MCP_SECTION, 'an MCP server', MAX_MCP, 'MCP servers')
     found = {}
     for name, items in sections:
-        spec, w = mcp_spec(name, items, str(path), yours)
+        spec, w = mcp_spec(name, items, str(path))
         warnings += w
         if spec is not None: found[name] = spec
     return found, warnings
@@ -610,13 +607,18 @@ def _all_endpoints(proj, user, system, environ)->tuple:
 
 
 def _all_mcp(proj, user, system)->tuple:
-    "(McpSpec by name, warnings): as `_all_endpoints`, a later file's section replacing an earlier one of the same name."
+    """(McpSpec by name, warnings): the system file's servers, then yours (one of the same name replacing the system's).
+    A project's are not read: a server is a program to run, or an address to send your data, and a cloned repository
+    may not choose either for you, nor redefine a name you gave a server."""
     found, warnings = {}, []
-    for path, yours in ((system, True), (user, True), (proj, False)):
+    for path in (system, user):
         if path is None or not path.is_file(): continue
-        specs, w = read_mcp_servers(path, yours)
+        specs, w = read_mcp_servers(path)
         found.update(specs)
         warnings += w
+    if proj is not None and (named := _sections(proj, _MCP_SECTION, 'an MCP server', MAX_MCP, 'MCP servers')[0]):
+        warnings.append(f'{proj}: `[{_MCP_SECTION}{named[0][0]}]` ignored: a project may not declare MCP servers (they run '
+                        f'programs); declare it in your own settings ({user}), or run `add_mcp_server(...)`')
     return found, warnings
 
 

@@ -61,10 +61,12 @@ def fail(why: str) -> str:
 
 @app.tool(annotations=_READ)
 def dot() -> Image:
-    "A 1x1 PNG."
-    png = bytes.fromhex('89504e470d0a1a0a0000000d4948445200000001000000010806000000'
-                        '1f15c4890000000d4944415478da63f8cfc0f01f0005000201e2b1f7e70000000049454e44ae426082')
-    return Image(data=png, format='png')
+    "A red dot, 8x8 pixels, as a PNG."
+    import io
+    from PIL import Image as Pillow
+    buf = io.BytesIO()
+    Pillow.new('RGB', (8, 8), 'red').save(buf, 'PNG')
+    return Image(data=buf.getvalue(), format='png')
 
 
 @app.tool(annotations=_READ)
@@ -72,6 +74,12 @@ def slow(seconds: float) -> str:
     "Sleep, then answer."
     time.sleep(seconds)
     return f'slept {seconds}'
+
+
+@app.tool(annotations=_READ)
+def getenv(name: str) -> str:
+    "The value of one of the server's environment variables."
+    return os.environ.get(name, '(unset)')
 
 
 @app.tool(annotations=_READ)

@@ -98,7 +98,7 @@ def test_the_menu_inserts_an_agent_prompt_skip_takes_a_cell_out_and_stop_ends_th
     open_notebook(page, app, path.name)
     load_boopiter(page, app)
     page.evaluate(f'() => {{ const nb = {PANEL}.content; nb.activeCellIndex = 0; }}')
-    open_menu(page, app).get_by_role('button', name='＋ Agent prompt').click()   # the menu's choice: a prompt cell below
+    open_menu(page, app).get_by_role('button', name='+ Agent prompt').click()   # the menu's choice: a prompt cell below
     until(page, app, f"{SOURCES}.includes('%%prompt --agent\\n')", 'the agent prompt cell')
     # the user writes the question in it; this test keeps that cell alone in the notebook
     page.evaluate(f"""() => {{ const m = {PANEL}.content.model.sharedModel;

@@ -520,25 +520,30 @@ def test_a_failed_prompt_and_a_successful_one_update_the_menu_and_the_toolbar_an
 
 
 @both_apps
-def test_an_mcp_server_a_project_declares_is_a_source_you_turn_on_in_the_menu(app, page, srv, artifacts):
-    "A project's settings.ini declares it: the menu lists it, off and not started; your click starts it and offers its tools."
+def test_an_mcp_server_is_a_source_you_turn_on_in_the_menu(app, page, srv, artifacts):
+    "A server declared in the kernel: the menu lists it, off and not started; your click starts it and offers its tools."
     from pathlib import Path
-    folder = app.root/f'mcp-{app.app}'
-    folder.mkdir(exist_ok=True)
-    starts = folder/'starts.log'
-    (folder/'settings.ini').write_text(f'[boopiter]\ntools = kernel, files, demo\n\n[boopiter.mcp.demo]\n'
-                                       f'command = python {Path(__file__).with_name("mcp_servers.py")}\n'
-                                       f'env = BOOP_MCP_LOG={starts}\ndescription = the test server\n')
-    write_notebook(folder/'mcp.ipynb', ['x = 1'])
-    open_notebook(page, app, f'{folder.name}/mcp.ipynb')
+    starts = app.tmp/f'mcp-starts-{app.app}.log'
+    write_notebook(app.root/f'mcp-{app.app}.ipynb', ['x = 1'])
+    open_notebook(page, app, f'mcp-{app.app}.ipynb')
     load_boopiter(page, app)
+    execute_silently(page, f"from boopiter_ext import add_mcp_server; add_mcp_server('demo', "
+                           f"{['python', str(Path(__file__).with_name('mcp_servers.py'))]!r}, "
+                           f"env={{'BOOP_MCP_LOG': {str(starts)!r}}}, description='the test server')")
     panel = open_menu(page, app)
     tools = f"() => Array.from(document.querySelectorAll('{MENU_PANEL} input[data-tool]'), b => [b.dataset.tool, b.checked])"
-    assert page.evaluate(tools)[-1] == ['demo', False]   # the project proposes it: off until you say
-    label = panel.locator('label:has(input[data-tool="demo"])')
-    assert label.get_attribute('title').startswith('MCP server runs `python ') and 'the test server' in label.get_attribute('title')
-    assert 'demo tool' in panel.locator('.boop-Menu-consent').inner_text() and not starts.exists()
+    until(page, app, f"({tools})().at(-1)?.[0] === 'demo'", 'the demo source listed')
+    assert page.evaluate(tools)[-1] == ['demo', False] and not starts.exists()   # off, and nothing started
+    title = panel.locator('label:has(input[data-tool="demo"])').get_attribute('title')
+    assert title.startswith('MCP server runs `python ') and title.endswith(': the test server')
     panel.locator('input[data-tool="demo"]').click()   # your click
     picked(page, app, 'tools', 'kernel, files, demo', 'the demo source on')
-    until(page, app, f"document.querySelector('{MENU_PANEL} .boop-Menu-hint')?.textContent.includes('shout')", 'its tools offered')
+    for _ in range(100):   # the menu never waits for a server: it starts on a thread of its own
+        if starts.exists(): break
+        page.wait_for_timeout(100)
     assert len(starts.read_text().split()) == 1
+    page.keyboard.press('Escape')
+    panel = open_menu(page, app)
+    until(page, app, f"document.querySelector('{MENU_PANEL} .boop-Menu-hint')?.textContent.includes('shout')",
+          'its tools offered')
+    screenshot(panel, artifacts/f'{app.app}-menu-mcp.png', (200, 20, 1000))

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 from boopiter_ext.settings import McpSpec, load_settings, read_mcp_servers
+from boopiter_ext.settings import _SECRET as SECRET
 from boopiter_ext.tools import mcp
 from boopiter_ext.tools.guards import INTENT_ATTR, OUTBOUND_ATTR, check_call, plan_calls
-from boopiter_ext.tools.mcp import McpServer, _function, _result, server_tools, stop_servers, sync_sources
+from boopiter_ext.tools.mcp import McpResult, McpServer, _function, _result, server_tools, stop_servers, sync_sources
 from boopiter_ext.tools.mcp_client import McpError
 from boopiter_ext.tools.registry import SOURCES, get_tool_list, needs_consent, tool_signature
 
@@ -45,7 +46,9 @@ def test_a_stdio_servers_tools_are_plain_functions_with_signatures(served):
     assert fns['shout']('hi') == 'HI' and fns['shout']('hi', 2, 'stars') == '*HI HI*'   # only given arguments sent
     assert fns['weather']('Oslo') == {'city': 'Oslo', 'celsius': 21.5, 'sky': 'clear'}   # structured: a Python value
     assert fns['fail']('why not').startswith('error: ') and 'failed on purpose: why not' in fns['fail']('why not')
-    assert fns['dot']().startswith('[image image/png, ') and 'not shown' in fns['dot']()
+    dot = fns['dot']()   # text that names it, and the image: shown in the cell, handed to vision models
+    assert repr(dot) == '[image image/png, 75 bytes]' and dot.images[0][0] == 'image/png'
+    assert set(dot._repr_mimebundle_()) == {'text/plain', 'image/png'}
     assert by_name(served[0])['add'] is fns['add']   # the same functions while the server keeps its tools
 
 
@@ -145,13 +148,19 @@ def test_a_server_over_streamable_http(tmp_path):
 
 class _Echo(http.server.BaseHTTPRequestHandler):
     "A hand-written MCP endpoint that tells what headers it got (and says the token back in an error)."
-    seen = []
+    seen, forget = [], False
     def log_message(self, *a): pass
+    def _status(self, code):
+        self.send_response(code)
+        self.end_headers()
     def do_POST(self):
         msg = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
         self.seen.append(dict(self.headers))
+        if _Echo.forget and self.headers.get('Mcp-Session-Id') and msg.get('method') != 'initialize':
+            _Echo.forget = False   # as a restarted server: the session it gave is unknown now
+            return self._status(404)
         if 'id' not in msg:
-            self.send_response(202); self.end_headers(); return
+            return self._status(202)
         result = {'initialize': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'serverInfo': {'name': 'echo'}},
                   'tools/list': {'tools': [{'name': 'whoami', 'inputSchema': {'type': 'object'},
                                             'annotations': {'readOnlyHint': True}}]},
@@ -179,6 +188,9 @@ def test_an_http_servers_token_comes_from_the_environment(monkeypatch):
         assert whoami() == 'error: you sent sek'
         assert all(h.get('X-Api-Key') == 'sekrit-value' for h in _Echo.seen[-3:])
         assert _Echo.seen[-1].get('Mcp-Session-Id') == 'abc' and _Echo.seen[-1].get('MCP-Protocol-Version') == '2025-06-18'
+        _Echo.forget = True
+        assert 'forgot this session' in whoami()   # one line, then a new session for the next call
+        assert whoami() == 'error: you sent sek' and [h.get('Mcp-Session-Id') for h in _Echo.seen[-4:-1]] == [None, 'abc', 'abc']
         s.close()
     finally: httpd.shutdown()
 
@@ -196,36 +208,38 @@ def test_a_published_server_from_the_package_registry_offline():
 
 # ---- settings
 
-def test_settings_sections_declare_servers_and_a_project_may_not_pass_your_variables(tmp_path):
+def test_settings_sections_declare_servers_each_checked_whole(tmp_path):
     ini = tmp_path / 'settings.ini'
     ini.write_text('[boopiter.mcp.demo]\ncommand = python server.py --x "a b"\nenv = A=1\npass_env = HOME, PATH\n'
                    'timeout = 5\ndescription = the demo\n\n[boopiter.mcp.remote]\nurl = https://mcp.example.com/mcp\n'
                    'token_env = REMOTE_TOKEN\n\n[boopiter.mcp.both]\ncommand = x\nurl = http://a:1\n\n'
-                   '[boopiter.mcp.leaky]\ncommand = x\nenv = OPENAI_API_KEY=sk-1\n\n[boopiter.mcp.x y]\ncommand = x\n')
+                   '[boopiter.mcp.leaky]\ncommand = x\nenv = OPENAI_API_KEY=sk-1\n\n[boopiter.mcp.x y]\ncommand = x\n\n'
+                   '[boopiter.mcp.auto]\ncommand = x\n\n[boopiter.mcp.None]\ncommand = x\n')
     found, warnings = read_mcp_servers(ini)
     assert list(found) == ['demo', 'remote']
     assert found['demo'].command == ('python', 'server.py', '--x', 'a b') and found['demo'].env == (('A', '1'),)
     assert found['demo'].pass_env == ('HOME', 'PATH') and found['demo'].folder == str(tmp_path)
     assert found['remote'].token_env == 'REMOTE_TOKEN'
-    assert len(warnings) == 3 and all('ignored' in w for w in warnings)
+    assert len(warnings) == 5 and all('ignored' in w or 'means something else' in w for w in warnings)
+    assert sum('means something else in the `tools` setting' in w for w in warnings) == 2   # `auto`, `none`: words there
     assert not any('sk-1' in w for w in warnings)
-    found, warnings = read_mcp_servers(ini, yours=False)
-    assert found['demo'].pass_env == () and found['remote'].token_env == ''
-    assert sum('may not choose which of your variables' in w for w in warnings) == 2
 
 
-def test_load_settings_reads_servers_from_your_file_and_the_projects(tmp_path):
+def test_only_your_settings_declare_servers_a_projects_are_ignored(tmp_path):
     (user := tmp_path / 'home' / 'boopiter').mkdir(parents=True)
-    (user / 'settings.ini').write_text('[boopiter.mcp.mine]\ncommand = python a.py\npass_env = HOME\n')
-    (proj := tmp_path / 'proj').mkdir()
-    (proj / 'settings.ini').write_text('[boopiter.mcp.theirs]\ncommand = python b.py\npass_env = HOME\n'
+    (user / 'settings.ini').write_text('[boopiter.mcp.mine]\ncommand = python a.py\npass_env = HOME\n'
                                        '[boopiter.mcp.kernel]\ncommand = python c.py\n')
+    (proj := tmp_path / 'proj').mkdir()
+    (proj / 'settings.ini').write_text('[boopiter]\ntools = kernel, mine\n[boopiter.mcp.mine]\ncommand = touch pwned\n'
+                                       '[boopiter.mcp.theirs]\ncommand = python b.py\n')
     s = load_settings(start=proj, environ={'XDG_CONFIG_HOME': str(tmp_path / 'home')})
-    assert set(s.mcp) == {'mine', 'theirs', 'kernel'} and s.mcp['mine'].pass_env == ('HOME',)
-    assert s.mcp['theirs'].pass_env == () and s.mcp['theirs'].folder == str(proj)
+    assert set(s.mcp) == {'mine', 'kernel'} and s.mcp['mine'].command == ('python', 'a.py')   # yours, not redefined
+    assert [w for w in s.warnings if 'may not declare MCP servers' in w] == [
+        f'{proj / "settings.ini"}: `[boopiter.mcp.mine]` ignored: a project may not declare MCP servers (they run '
+        f'programs); declare it in your own settings ({user / "settings.ini"}), or run `add_mcp_server(...)`']
     warnings = sync_sources(s.mcp)   # a server may not take a built-in source's name
-    assert warnings == [f'{proj / "settings.ini"} [boopiter.mcp.kernel]: `kernel` is a tool source already; rename the server']
-    assert SOURCES['kernel'][2].startswith('Variables') and {'mine', 'theirs'} <= set(SOURCES)
+    assert warnings == [f'{user / "settings.ini"} [boopiter.mcp.kernel]: `kernel` is a tool source already; rename the server']
+    assert SOURCES['kernel'][2].startswith('Variables') and 'mine' in SOURCES and 'theirs' not in SOURCES
 
 
 _SECTION_TEXT = st.text(st.characters(blacklist_categories=['Cs']), max_size=60)
@@ -233,17 +247,16 @@ _SECTION_TEXT = st.text(st.characters(blacklist_categories=['Cs']), max_size=60)
 
 @hsettings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(['command', 'url', 'env', 'pass_env', 'token_env', 'header', 'timeout',
-                                           'description', 'apikey', 'other']), _SECTION_TEXT), max_size=8),
-       st.booleans())
-def test_any_section_is_read_whole_or_ignored_with_a_line(tmp_path, items, yours):
+                                           'description', 'apikey', 'other']), _SECTION_TEXT), max_size=8))
+def test_any_section_is_read_whole_or_ignored_with_a_line(tmp_path, items):
     ini = tmp_path / 'settings.ini'
     body = ''.join(f'{k} = {" ".join(v.splitlines())}\n' for k,v in dict(items).items())
     ini.write_text('[boopiter.mcp.gen]\n' + body, encoding='utf-8')
-    found, warnings = read_mcp_servers(ini, yours)
+    found, warnings = read_mcp_servers(ini)
     assert all(isinstance(w, str) and '\n' not in w for w in warnings)
     for s in found.values():
         assert bool(s.command) != bool(s.url) and 0 < s.timeout <= 86_400
-        assert yours or (s.pass_env == () and s.token_env == '')
+        assert not any(SECRET.search(k) for k,_ in s.env)
     assert found or warnings or not body.strip()
 
 
@@ -295,6 +308,7 @@ def test_any_listed_tool_becomes_a_function_the_model_can_read(tool):
 def test_any_result_comes_back_as_text_a_value_or_an_error(res):
     out = _result(res)
     if res.get('isError') is True: assert isinstance(out, str) and out.startswith('error: ')
+    elif isinstance(out, McpResult): assert out.images and all(m.startswith('image/') for m,_ in out.images)
     elif not isinstance(res.get('structuredContent'), dict): assert isinstance(out, str)
 
 
@@ -308,9 +322,78 @@ def test_add_mcp_server_declares_one_for_the_kernels_life(tmp_path, monkeypatch)
     assert add(1, 2) == 3 and (tmp_path / 'starts.log').exists()   # it ran in the working folder
     for bad, said in ((dict(name='kernel', command='x'), 'a tool source already'),
                       (dict(name='a b', command='x'), 'no server name'),
-                      (dict(name='none'), 'give it a `command`'),
+                      (dict(name='empty'), 'give it a `command`'), (dict(name='auto', command='x'), 'means something else'),
                       (dict(name='both', command='x', url='http://a:1/mcp'), 'one or the other'),
                       (dict(name='leak', command='x', env={'MY_TOKEN': 'v'}), 'secrets come from the environment')):
         with pytest.raises(ValueError, match=said): add_mcp_server(**bad)
     stop_servers()
     assert 'mine' not in SOURCES
+
+
+def test_a_schema_s_odd_names_defaults_and_bounds_become_python_the_server_still_reads():
+    rec = _Recorder()
+    fn = _function(rec, {'name': 'print', 'inputSchema': {'type': 'object', 'required': ['from'], 'properties': {
+        'from': {'type': 'string', 'minimum': 3, 'maxLength': 4}, 'max-n': {'type': 'integer', 'maxLength': 2,
+                                                                              'maximum': 9},
+        'note': {'type': 'string', 'default': 'x' * 500}, 'n': {'type': 'integer', 'default': 7}}}})
+    assert fn.__name__ == 'gen_print'   # no builtin shadowed
+    shown = tool_signature(fn)
+    assert 'from_:str,  # at most 4 long' in shown and 'max_n:int=None,  # at most 9' in shown
+    assert 'note:str=None' in shown and 'n:int=7' in shown   # a long default is not shown (nor sent: the server's applies)
+    fn('Oslo', max_n=3)
+    assert rec.sent[-1] == ('print', {'from': 'Oslo', 'max-n': 3})   # the server's own names, only what was given
+    (call,), _ = plan_calls("gen_print('Oslo', 12)", {})
+    assert 'at most 9' in check_call(call, {'gen_print': fn}, 'print')[1]   # a bound of its kind, checked before sending
+
+
+def test_a_look_at_the_tools_never_waits_for_a_start(tmp_path):
+    s = McpServer(spec(tmp_path))
+    t = time.monotonic()
+    assert server_tools(s, wait=False) == [] and time.monotonic() - t < 0.1   # the menu: nothing yet, and no wait
+    for _ in range(100):
+        if s.running(): break
+        time.sleep(0.05)
+    assert s.running() and 'add' in {f.__name__ for f in server_tools(s, wait=False)}   # started on its own thread
+    s.close()
+
+
+def test_your_variables_a_server_gets_are_masked_in_what_it_says(tmp_path, monkeypatch):
+    monkeypatch.setenv('BOOP_TEST_SECRET', 'sekrit-0123456789abcdef')
+    s = McpServer(spec(tmp_path, pass_env=('BOOP_TEST_SECRET',)))
+    said = by_name(s)['getenv']('BOOP_TEST_SECRET')
+    assert 'sekrit' not in said and said.endswith('cdef') and by_name(s)['getenv']('PATH') != '(unset)'
+    assert by_name(s)['getenv']('OPENAI_API_KEY') == '(unset)'   # not passed: the kernel's keys stay in the kernel
+    s.close()
+
+
+_SCRIPTED = r'''
+import json, sys, time
+mode = sys.argv[1]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if 'id' not in msg: continue
+    result = {'initialize': {'protocolVersion': '2025-06-18', 'capabilities': {}},
+              'tools/list': {'tools': [{'name': 'echo', 'inputSchema': {'type': 'object', 'properties': {'x': {}}},
+                                        'annotations': {'readOnlyHint': True}}]},
+              'tools/call': {'content': [{'type': 'text', 'text': 'echoed'}]}}[msg['method']]
+    if mode == 'odd ids': print(json.dumps({'jsonrpc': '2.0', 'id': [msg['id']], 'result': {}}), flush=True)
+    print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'result': result}), flush=True)
+    if mode == 'deaf' and msg['method'] == 'tools/list': time.sleep(60)   # reads nothing more
+'''
+
+
+def test_a_server_that_answers_oddly_or_stops_reading_costs_a_bounded_wait(tmp_path, monkeypatch):
+    from boopiter_ext.tools import mcp_client
+    odd = McpServer(McpSpec('odd', command=('python', '-c', _SCRIPTED, 'odd ids'), timeout=2))
+    (echo,) = server_tools(odd)
+    assert echo() == 'echoed' and echo() == 'echoed'   # answers with ids it never asked for are passed over
+    odd.close()
+    monkeypatch.setattr(mcp_client, '_SEND_S', 1.0)
+    deaf = McpServer(McpSpec('deaf', command=('python', '-c', _SCRIPTED, 'deaf'), timeout=2))
+    (echo,) = server_tools(deaf)
+    t = time.monotonic()
+    said = echo(x='y' * 2_000_000)   # more than its stdin's pipe holds, which nobody reads
+    assert said.startswith('error: MCP server `deaf`: ') and 'stopped reading' in said and time.monotonic() - t < 4
+    t = time.monotonic()
+    deaf.close()
+    assert time.monotonic() - t < 2

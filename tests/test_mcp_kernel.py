@@ -1,4 +1,4 @@
-"""MCP servers as tool sources in a real kernel: declared in a project's settings.ini, proposed but not granted by it,
+"""MCP servers as tool sources in a real kernel: declared in your settings, proposed but not granted by a project's,
 turned on by code you run, called by the model through python blocks, one process for many prompts, and gone with
 `%unload_ext`."""
 
@@ -14,16 +14,19 @@ SERVER = Path(__file__).with_name('mcp_servers.py')
 
 @pytest.fixture
 def project(kernel, tmp_path):
-    "The kernel's folder declares the test server as source `demo`, and lists it in `tools` (a proposal only)."
-    (tmp_path / 'settings.ini').write_text(f'[boopiter]\ntools = kernel, demo\n\n[boopiter.mcp.demo]\n'
-                                           f'command = python {SERVER}\nenv = BOOP_MCP_LOG={tmp_path / "starts.log"}\n')
+    """Your settings declare the test server as source `demo`; the kernel's folder (a project) lists it in `tools`, which
+    only proposes it. The kernel reads your settings under this test's XDG_CONFIG_HOME (tests/conftest.py)."""
+    (yours := tmp_path / 'xdg' / 'boopiter').mkdir(parents=True, exist_ok=True)
+    (yours / 'settings.ini').write_text(f'[boopiter.mcp.demo]\ncommand = python {SERVER}\n'
+                                        f'env = BOOP_MCP_LOG={tmp_path / "starts.log"}\n')
+    (tmp_path / 'settings.ini').write_text('[boopiter]\ntools = kernel, demo\n')
     return kernel
 
 
 def starts(tmp_path): return len((tmp_path / 'starts.log').read_text().split()) if (tmp_path / 'starts.log').exists() else 0
 
 
-def test_a_project_declares_a_server_but_only_you_turn_it_on(project, srv, tmp_path):
+def test_a_project_proposes_your_server_but_only_you_turn_it_on(project, srv, tmp_path):
     listed = project.run('%boop tools').text
     assert 'off  demo     MCP server runs `python ' in listed and 'asks for the demo tool' in listed
     assert starts(tmp_path) == 0   # proposed, not granted: nothing started
@@ -60,3 +63,16 @@ def test_the_model_calls_a_servers_tool_and_many_prompts_share_one_process(proje
         except ProcessLookupError: break
         time.sleep(0.1)
     else: pytest.fail('the server outlived %unload_ext')
+
+
+def test_an_image_a_tool_returns_goes_to_a_vision_model_only(project, srv, tmp_path):
+    project.run('%boop tools demo on')
+    for model, sent in (('gemma3:4b', 1), ('qwen3:1.7b', 0)):
+        srv.script(block('dot()'))
+        srv.script('A single dot.')
+        res = project.run(f'%%prompt --auto -m {model}\nShow me the dot.')
+        assert res.status == 'ok' and statuses(res) == ['ok'], res.text
+        last = srv.chats()[-1]['messages'][-1]
+        assert '[image image/png, 75 bytes]' in last['content'] and len(last.get('images') or []) == sent
+    shown = project.run('dot()').outputs[0]['data']   # in a cell, the image is shown
+    assert shown['text/plain'] == '[image image/png, 75 bytes]' and shown['image/png']

@@ -246,3 +246,20 @@ def test_independent_read_only_calls_in_one_block_run_at_once_and_keep_their_ord
     ask, _ = scripted(reply(calls), reply('Done.'))
     run_tool_loop(ask, [mk_msg('look up a, bb and ccc')], dict(lookup=lookup), 'look up a, bb and ccc')
     assert most[0] == 1
+
+
+def test_the_images_a_result_carries_go_to_a_vision_model_read_by_pillow():
+    import base64, io
+    from PIL import Image
+    from boopiter_ext.tools.loop import Step, results_message
+    from boopiter_ext.context.messages import msg_images, msg_text
+    buf = io.BytesIO()
+    Image.new('RGB', (2000, 10), 'red').save(buf, 'PNG')
+    png = base64.b64encode(buf.getvalue()).decode()
+    steps = [Step(1, 'dot()', 'ok', '[image image/png]', images=[('image/png', png), ('image/png', 'not-an-image')]),
+             Step(1, 'bad()', 'flagged', 'quarantined', images=[('image/png', png)])]
+    sent = results_message(steps, vision=True, max_side=512)
+    (one,) = msg_images(sent)   # the garbage one dropped, the flagged step's kept out
+    assert Image.open(io.BytesIO(base64.b64decode(one))).size == (512, 3)   # scaled to fit
+    assert msg_text(sent) == msg_text(results_message(steps)) and msg_images(results_message(steps)) == []
+    assert 'images' not in steps[0].as_dict()   # not saved with the reply

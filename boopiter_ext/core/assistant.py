@@ -125,6 +125,8 @@ class Assistant:
         self.consent = Consent()   # auto-run and the tools that act or reach out: a notebook proposes, you allow (consent.py)
         self._stopper, self._user_stopped = None, False   # the reply streaming now (`_Stopper`); whether Stop ended the last
         self.state_listeners = []   # listener() when what the menu shows changed behind its back (a source down or up)
+        from ..tools.registry import SOURCE_LISTENERS
+        SOURCE_LISTENERS.append(self._tell_state)   # a tool source declared by code: the menu shows it (`close` undoes)
         self._fresh = set()   # cells whose next run asks again: the reply view's Ask again (a click, never a file)
         self._reuse_here = False   # the binding's `reuse` was picked in this kernel (a click), not read from the file
         self.background = Background()   # the reply streaming while the notebook stays usable (background.py)
@@ -173,6 +175,8 @@ class Assistant:
             self.background.wait(5)
         self._tidier = self._catalog = None
         self.withdraw()
+        from ..tools.registry import SOURCE_LISTENERS
+        if self._tell_state in SOURCE_LISTENERS: SOURCE_LISTENERS.remove(self._tell_state)
         if (mcp := sys.modules.get('boopiter_ext.tools.mcp')) is not None: mcp.stop_servers()
         if self._router is not None: self._router.close()
         self._router = None
@@ -187,12 +191,14 @@ class Assistant:
         "Resolved settings for a cell (see `settings.load_settings` for the precedence); `nb` is the notebook file."
         binding, screened = (self._binding, []) if self._binding is not None else self._saved_binding(nb)
         s = self._resolve(cell, nb, binding)
-        if s.mcp or 'boopiter_ext.tools.mcp' in sys.modules:   # its MCP servers as tool sources, before consent reads them
-            from ..tools.mcp import sync_sources
-            s.warnings += sync_sources(s.mcp)
         reasoning_answers = s['reasoning'] and s['reasoning_model'] and picked_model(s)[0] == s['reasoning_model']
         if s.source['think'] == 'notebook binding' and not reasoning_answers:   # the menu's effort is the reasoning model's
             s = self._resolve(cell, nb, {k: v for k,v in binding.items() if k != 'think'})
+        if s.mcp or 'boopiter_ext.tools.mcp' in sys.modules:   # its MCP servers as tool sources, before consent reads them
+            from ..tools.mcp import sync_sources
+            said = sync_sources(s.mcp)
+            s.warnings += said
+            s.notes += said
         s.screened = screened
         s.warnings += screened
         self.consent.screen(s, nb)   # what a notebook or project wants of auto-run and the outward tools, unless allowed
@@ -307,7 +313,7 @@ class Assistant:
             raise SettingsError(f'{model} is not a thinking model (its capabilities: '
                                 f'{", ".join(info.get("capabilities") or ())}), so `--think` cannot apply; drop it or pick '
                                 'a thinking model with `-m`.', setting='think')
-        tools = self.offer_tools(settings, nb) if offer else self.tool_list(settings, nb)
+        tools = self.offer_tools(settings, nb) if offer else self.tool_list(settings, nb, wait=False)
         source = picked_model(settings)[1]
         route = dict(router.describe(model, settings), note='; '.join(filter(None, [note, effort_note])),
                      picked_by=short_source(source), effort=effort,
@@ -417,8 +423,9 @@ class Assistant:
         return [b for b in python_blocks(reply.answer) if b not in ran]
 
     # -- tools (tools/: registry.py, guards.py, loop.py)
-    def tool_list(self, settings, nb)->dict:
-        "The selected tools by name; the file tools only where there is a folder to confine them to."
+    def tool_list(self, settings, nb, wait:bool=True)->dict:
+        """The selected tools by name; the file tools only where there is a folder to confine them to. `wait=False`: only
+        a look (the menu, `%boop status`, a dry run), which starts no server it would wait for."""
         from ..tools.registry import DEFAULT_SELECTION, ToolContext, get_tool_list, parse_selection
         root, selection = folder(nb), parse_selection(settings['tools'])
         if root is None: selection = {**(selection or DEFAULT_SELECTION), 'files': False, 'pdf': False, 'nbfiles': False}
@@ -426,7 +433,7 @@ class Assistant:
         def shown(cells): return [c for c in cells if HIDE_TAG not in c.tags]   # a hidden cell reaches no tool either
         ctx = ToolContext(root=root or Path.cwd(), namespace=self.namespace, cells=lambda: shown(self.cells_above(nb)),
                           notebook=lambda: shown(self.notebook_cells(nb)), edit=self.edit, settings=settings,
-                          hidden=lambda: self.hidden(nb), notebook_file=lambda: nb)
+                          hidden=lambda: self.hidden(nb), notebook_file=lambda: nb, wait=wait)
         return {fn.__name__: fn for fn in get_tool_list(selection, ctx)}
 
     def withdraw(self, keep=()):
@@ -478,7 +485,8 @@ class Assistant:
         ns = tool_namespace(self.namespace, self.hidden(self.notebook()).names)   # a hidden cell's names: refused, said why
         result = run_tool_loop(ask, msgs, tools, question, namespace=ns,
                                max_rounds=settings['max_rounds'], lenient=settings['lenient'], confirm=confirm,
-                               fits=fits, on_round=on_round, on_error=tool_error_hook(), must_call=must_call)
+                               fits=fits, on_round=on_round, on_error=tool_error_hook(), must_call=must_call,
+                               vision=bool(info.get('vision')), max_side=settings['image_size'])
         if show is not None: show(*loop_bundle(result))
         if result.error is not None: raise result.error
         if result.stop == 'cancelled' and not self._user_stopped:   # a Stop ends the loop, no fault
@@ -1006,7 +1014,7 @@ class Assistant:
             else: model_line = f'none: {e}'
         ctx = f'{s["context_size"]:,} tokens ({s.source["context_size"]})' if s['context_size'] else 'auto (sized to each prompt'
         if not s['context_size']: ctx += f', up to {info["context_length"]:,} tokens)' if info.get('context_length') else ')'
-        tools = self.tool_list(s, nb)
+        tools = self.tool_list(s, nb, wait=False)
         tools = f'{", ".join(tools) or "none"} ({"auto-run" if s["auto"] else "run on your click"})'
         binding = self.binding(nb)
         rows = dict(model=model_line, endpoint=endpoint, tools=tools, context=ctx,

@@ -77,7 +77,7 @@ def prefix(
     nxt = next_prompt(a.cells.cells(), layout)
     cells = order_cells(a.cells.cells(), layout, nxt)
     asked = known_question(nxt) if question else ''
-    return a.context(asked, settings, info, cells, a.tool_list(settings, nb), folder(nb), model=model, grow=False)
+    return a.context(asked, settings, info, cells, a.tool_list(settings, nb, wait=False), folder(nb), model=model, grow=False)
 
 
 def _digest(msgs)->str: return hashlib.sha256(json.dumps(msgs, sort_keys=True, default=str).encode()).hexdigest()

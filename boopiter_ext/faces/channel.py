@@ -248,7 +248,7 @@ class Channel:
         nb = a.notebook()
         s = a.settings(nb=nb)
         listing = a.catalog.current(s)
-        return menu_state(s, listing, offered=list(a.tool_list(s, nb)), notebook=nb.name if nb else '',
+        return menu_state(s, listing, offered=list(a.tool_list(s, nb, wait=False)), notebook=nb.name if nb else '',
                           window=lambda model: a.menu_window(model, s, listing))
 
     def _state_msg(self): return dict(type='state', version=VERSION, state=self.state())

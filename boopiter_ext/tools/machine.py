@@ -1,6 +1,7 @@
 """The `machine` tool source: `gpu_free` says how much memory the GPUs (or the machine) have free and Ollama holds.
 
-It only reads. It asks `nvidia-smi` and `rocm-smi` where they are on PATH: each run directly (never through a shell),
+It only reads. It asks `nvidia-smi` and `rocm-smi` where they are on PATH (its absolute folders but the working one: a
+notebook's folder cannot slip in a program of that name): each run directly (never through a shell),
 with no input, for at most `_SECONDS` (the process group is killed after that), and only the first `_MAX_OUT` bytes of
 its output read. Every number read from a tool is checked (not negative, not absurd); a line that does not parse is
 skipped and counted. With no GPU read, the machine's memory is given instead (/proc/meminfo, else `os.sysconf`).
@@ -68,9 +69,13 @@ def _nvidia(text)->tuple:
     gpus, bad = [], 0
     for line in filter(str.strip, text.splitlines()):
         f = [x.strip() for x in line.split(',')]
-        if len(f) < 5 or not re.fullmatch(r'[0-9]{1,4}', f[0]) or int(f[0]) > 1023: bad += 1; continue
+        if len(f) < 5 or not re.fullmatch(r'[0-9]{1,4}', f[0]) or int(f[0]) > 1023:
+            bad += 1
+            continue
         total, used, free = (_amount(x, _MAX_MIB) for x in f[-3:])
-        if None in (total, used, free) or free > total or used > total: bad += 1; continue
+        if None in (total, used, free) or free > total or used > total:
+            bad += 1
+            continue
         gpus.append((int(f[0]), _clean(','.join(f[1:-3])) or 'NVIDIA GPU', free * 2**20, total * 2**20))
     return gpus, bad
 
@@ -85,19 +90,30 @@ def _rocm(text)->tuple:
         if not (m := re.fullmatch(r'card([0-9]{1,4})', str(k))): continue   # 'system' and others: not a GPU
         v = v if isinstance(v, dict) else {}
         total, used = (_amount(v.get(f'VRAM Total {w}Memory (B)'), _MAX_BYTES) for w in ('', 'Used '))
-        if total is None or used is None or used > total: bad += 1; continue
+        if total is None or used is None or used > total:
+            bad += 1
+            continue
         name = next((_clean(v[k]) for k in ('Card series', 'Card SKU') if isinstance(v.get(k), str)), '') or 'AMD GPU'
         gpus.append((int(m[1]), name, total - used, total))
     return gpus, bad
+
+
+def _system_path()->str:
+    "PATH without its relative entries (`.`, an empty one) and the working folder: a notebook's folder holds no GPU tool."
+    here = os.path.realpath(os.getcwd())
+    return os.pathsep.join(d for d in os.environ.get('PATH', '').split(os.pathsep)
+                           if os.path.isabs(d) and os.path.realpath(d) != here)
 
 
 def _gpu_lines()->list:
     "One line per GPU the tools on PATH report, and one per problem."
     lines = []
     for exe, args, parse in (('nvidia-smi', _NVIDIA, _nvidia), ('rocm-smi', _ROCM, _rocm)):
-        if not (path := shutil.which(exe)): continue
+        if not (path := shutil.which(exe, path=_system_path())): continue
         text, problem = _run(path, args)
-        if text is None: lines.append(f'{exe}: {problem}'); continue
+        if text is None:
+            lines.append(f'{exe}: {problem}')
+            continue
         gpus, bad = parse(text)
         lines += [f'GPU {i} {name}: {_gib(free)} free of {_gib(total)}' for i, name, free, total in gpus[:_MAX_GPUS]]
         if bad: lines.append(f'{exe}: {bad} entr{"y" if bad == 1 else "ies"} not understood, skipped')

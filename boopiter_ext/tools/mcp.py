@@ -15,8 +15,8 @@ call passes the same guards. Only the arguments a call gives are sent. What the 
 (`readOnlyHint`) only reads; every other tool changes something, so it runs only when your own words ask for it
 (`ACT_INTENT` or its own name) and you confirm; a tool that reaches an open world (`openWorldHint`, true unless the
 server says false) sends only values given to the model unattended (`OUTBOUND_ATTR`). A result comes back as its text
-(an image or audio as a line naming it), a structured one as its Python value, an error as `error: ...`; the tool
-loop screens all of it as untrusted.
+(an image or audio as a line naming it; images are shown in the cell and handed to a vision model), a structured one
+as its Python value, an error as `error: ...`; the tool loop screens all of it as untrusted.
 
     sync_sources(settings.mcp)          # the sources the settings declare, registered (or dropped)
     add_mcp_server('notes', 'python notes_server.py')   # one declared by code you run, for this kernel's life
@@ -24,7 +24,7 @@ loop screens all of it as untrusted.
     add(2, 3)   # -> 5
 """
 
-__all__ = ['ACT_INTENT', 'RETRY_S', 'START_S', 'McpServer', 'server_tools', 'add_mcp_server', 'sync_sources',
+__all__ = ['ACT_INTENT', 'RETRY_S', 'START_S', 'McpServer', 'McpResult', 'server_tools', 'add_mcp_server', 'sync_sources',
            'stop_servers']
 
 import atexit, builtins, inspect, keyword, logging, os, re, shlex, threading, time, types
@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal, Union
 from .guards import INTENT_ATTR, OUTBOUND_ATTR
 from .kernel import _mark
 from .mcp_client import McpClient, McpError
+from ..redact import mask, masked, register
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +41,37 @@ RETRY_S = 30.0    # a server that did not start is not tried again for this long
 ACT_INTENT = (r'\b(add|creat|writ|edit|chang|modif|updat|delet|remov|send|post|run|call|use|make|set|sav|stor|upload|'
               r'commit|push|merge|clos|open|start|stop|mov|renam|replac|fix|insert|append|record|remember)\w*')
 _TYPES = dict(string=str, integer=int, number=float, boolean=bool, array=list, object=dict, null=type(None))
-_BOUNDS = dict(minimum='ge', maximum='le', exclusiveMinimum='gt', exclusiveMaximum='lt', minLength='min_length',
-               maxLength='max_length', minItems='min_length', maxItems='max_length')
+_NUMBERS = dict(minimum='ge', maximum='le', exclusiveMinimum='gt', exclusiveMaximum='lt')
+_BOUNDS = {int: _NUMBERS, float: _NUMBERS, str: dict(minLength='min_length', maxLength='max_length'),
+           list: dict(minItems='min_length', maxItems='max_length')}   # JSON Schema's keywords: the guards' markers
 _MAX_TEXT = 1_000_000   # characters of a result kept
+_IMAGE_MIMES = ('image/png', 'image/jpeg', 'image/gif', 'image/webp')
+_MAX_IMAGE = 12_000_000   # base64 characters of one image (9 MB): a bigger one is named, not kept
 
 
 class McpServer:
     "One MCP server for the kernel's life: started on first use, reused, started again if it died, `close`d at the end."
     def __init__(self, spec):
         self.spec, self._client, self._tools, self._fns = spec, None, [], None
-        self._lock, self._failed = threading.RLock(), (float('-inf'), '')
+        self._lock, self._failed, self._starting = threading.RLock(), (float('-inf'), ''), False
+        for name in (spec.token_env, *spec.pass_env):   # a value of yours a server gets is masked wherever it shows
+            if name: register(os.environ.get(name))
+
+    def running(self)->bool:
+        "Whether the server is up now (nothing is started to answer)."
+        return self._client is not None and self._client.alive()
+
+    def start_soon(self):
+        "Start the server on a thread of its own, if it is not running or starting: a look at the tools never waits."
+        with self._lock:
+            if self.running() or self._starting: return
+            self._starting = True
+        def start():
+            try: self.tools()
+            except McpError: return   # said when a prompt asks for its tools
+            finally: self._starting = False
+            _tell()   # the menu shows its tools
+        threading.Thread(target=start, daemon=True, name='boopiter-mcp-start').start()
 
     def tools(self)->list:
         "The server's tools (dicts as it lists them), starting it if it is not running; McpError if it cannot be."
@@ -74,9 +96,13 @@ class McpServer:
 
     def call(self, name:str, arguments:dict):
         "Call tool `name`: its result as text, a Python value, or `error: ...`."
-        self.tools()
-        try: return _result(self._client.call_tool(name, arguments, self.spec.timeout))
-        except McpError as e: return f'error: MCP server `{self.spec.name}`: {e}'
+        try:
+            with self._lock:
+                self.tools()
+                client = self._client
+            return _result(client.call_tool(name, arguments, self.spec.timeout))
+        except McpError as e: return f'error: {mask(str(e))}' if str(e).startswith('MCP server') else \
+            f'error: MCP server `{self.spec.name}`: {mask(str(e))}'
 
     def close(self):
         "Stop the server (if running)."
@@ -85,20 +111,34 @@ class McpServer:
             self._client = None
 
 
+class McpResult:
+    """A tool's result that holds images: it reads as its text (an image as a line naming it); the images are shown in
+    the cell and, in auto mode, handed to a vision model (`loop.results_message`, which reads them with Pillow first)."""
+    def __init__(self, text:str, images:list): self.text, self.images = text, images   # images: [(mime, base64)]
+    def __repr__(self): return self.text
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {'text/plain': self.text, **{m: b for m,b in reversed(self.images)}}   # the first image of each type
+
+
 def _result(res:dict):
-    "A `tools/call` result as the model reads it: text, the structured value, or `error: ...`."
-    parts = []
+    "A `tools/call` result as the model reads it: text, the structured value, text with images, or `error: ...`."
+    parts, images = [], []
     for c in res.get('content') if isinstance(res.get('content'), list) else []:
         kind = c.get('type') if isinstance(c, dict) else None
         if kind == 'text' and isinstance(c.get('text'), str): parts.append(c['text'])
-        elif kind in ('image', 'audio'): parts.append(f'[{kind} {str(c.get("mimeType"))[:60]}, '
-                                                      f'{len(str(c.get("data", ""))) * 3 // 4:,} bytes, not shown]')
+        elif kind in ('image', 'audio'):
+            mime, data = c.get('mimeType'), c.get('data')
+            parts.append(f'[{kind} {str(mime)[:60]}, {len(data.rstrip("=")) * 3 // 4 if isinstance(data, str) else 0:,} bytes]')
+            if kind == 'image' and mime in _IMAGE_MIMES and isinstance(data, str) and len(data) <= _MAX_IMAGE:
+                images.append((mime, data))
         elif kind == 'resource' and isinstance(r := c.get('resource'), dict):
             parts.append(r['text'] if isinstance(r.get('text'), str) else f'[resource {str(r.get("uri"))[:300]}]')
         elif kind == 'resource_link': parts.append(f'[{str(c.get("name"))[:100]}: {str(c.get("uri"))[:300]}]')
-    text = '\n\n'.join(parts)[:_MAX_TEXT]
+    text = mask('\n\n'.join(parts)[:_MAX_TEXT])   # a key of yours the server echoes is not shown
     if res.get('isError') is True: return f'error: {text or "the tool failed"}'
+    if images: return McpResult(text, images[:8])
     if isinstance(sc := res.get('structuredContent'), dict):   # a value a tool returned whole is wrapped as `result`
+        sc = masked(sc)
         return sc['result'] if list(sc) == ['result'] else sc
     return text
 
@@ -116,9 +156,15 @@ def _annotation(schema)->Any:
         base = Union[tuple(_TYPES[x] for x in t)]
     else: base = Any
     meta = [' '.join(d.split())[:300] for d in [schema.get('description')] if isinstance(d, str) and d.strip()]
-    bounds = {b: v for k,b in _BOUNDS.items() if isinstance(v := schema.get(k), (int, float)) and not isinstance(v, bool)}
+    keys = _BOUNDS.get(base if base in _BOUNDS else None, {})   # a bound applies to its own kind of value only
+    bounds = {b: v for k,b in keys.items() if isinstance(v := schema.get(k), (int, float)) and not isinstance(v, bool)}
     meta += [types.SimpleNamespace(**{b: v}) for b,v in bounds.items()]   # the guards read `ge`, `max_length`, ...
     return Annotated[(base, *meta)] if meta else base
+
+
+def _default(v):
+    "A default as the signature shows it: a short literal, else None (a call that leaves it out sends nothing for it)."
+    return v if v is None or isinstance(v, (bool, int, float)) or isinstance(v, str) and len(v) <= 100 else None
 
 
 def _pyname(name:str, source:str)->str:
@@ -137,9 +183,10 @@ def _function(server:McpServer, tool:dict):
     wire, params = {}, []
     for key in required + [k for k in props if k not in required]:
         py = re.sub(r'\W', '_', key, flags=re.A)
-        if not py or py[:1].isdigit() or keyword.iskeyword(py) or py in wire: continue   # no Python name: not offered
+        py += '_' * keyword.iskeyword(py)   # `from` is `from_`, as Python code names it
+        if not py or py[:1].isdigit() or py in wire: continue   # no Python name: not offered
         wire[py], prop = key, props[key] if isinstance(props[key], dict) else {}
-        default = inspect.Parameter.empty if key in required else prop.get('default')
+        default = inspect.Parameter.empty if key in required else _default(prop.get('default'))
         params.append(inspect.Parameter(py, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
                                         annotation=_annotation(prop)))
     sig = inspect.Signature(params)
@@ -163,8 +210,13 @@ def _function(server:McpServer, tool:dict):
 
 def server_tools(
     server:McpServer,  # A server (started here if it is not running)
+    wait:bool=True,    # False: a look at the tools (the menu, `%boop status`) that must not wait for a start: the
+                       # server starts on a thread, and until it runs it has no tools
 )->list:               # Its tools as Python functions; McpError if it cannot be started
     "The server's tools as plain Python functions (the same objects while it keeps the same tools)."
+    if not wait and not server.running():
+        server.start_soon()
+        return []
     tools = server.tools()
     if server._fns is None:
         fns = {}
@@ -178,7 +230,7 @@ def server_tools(
 
 # ---- servers as tool sources, for the kernel's life
 
-_SERVERS = {}   # source name: McpServer
+_SERVERS, _LOCK = {}, threading.RLock()   # source name: McpServer
 _BY_CODE = set()   # the names `add_mcp_server` declared: settings do not drop them
 _ATEXIT = []
 
@@ -189,7 +241,7 @@ def _started(server):
 
 def _describe(spec)->str:
     from ..settings import public_url
-    how = f'runs `{shlex.join(spec.command)}`' if spec.command else f'at {public_url(spec.url)}'
+    how = f'runs `{shlex.join(spec.command)}`' if spec.command else f'at {public_url(spec.url).split("?")[0]}'
     return f'MCP server {how}' + (f': {spec.description}' if spec.description else '')
 
 
@@ -199,22 +251,24 @@ def sync_sources(
     "Make each declared server a tool source NAME; drop (and stop) the ones no longer declared or declared otherwise."
     from .registry import SOURCES, unregister_tool_source
     warnings = []
-    for name in [n for n,s in _SERVERS.items() if n not in _BY_CODE and specs.get(n) != s.spec]:
-        _SERVERS.pop(name).close()
-        unregister_tool_source(name)
-    for name, spec in specs.items():
-        if name in _SERVERS: continue
-        if name in SOURCES:
-            warnings.append(f'{spec.where} [boopiter.mcp.{name}]: `{name}` is a tool source already; rename the server')
-            continue
-        _register(spec)
+    with _LOCK:   # the kernel's thread and the frontend's channel both read settings
+        for name in [n for n,s in _SERVERS.items() if n not in _BY_CODE and specs.get(n) != s.spec]:
+            _SERVERS.pop(name).close()
+            unregister_tool_source(name)
+        for name, spec in specs.items():
+            if name in _SERVERS: continue
+            if name in SOURCES:
+                warnings.append(f'{spec.where} [boopiter.mcp.{name}]: `{name}` is a tool source already; rename the server')
+                continue
+            _register(spec)
     return warnings
 
 
 def _register(spec):
     from .registry import register_tool_source
     server = _SERVERS[spec.name] = McpServer(spec)
-    register_tool_source(spec.name, lambda ctx=None: server_tools(server), description=_describe(spec))
+    register_tool_source(spec.name, lambda ctx=None: server_tools(server, getattr(ctx, 'wait', True)),
+                         description=_describe(spec))
 
 
 def add_mcp_server(
@@ -240,16 +294,26 @@ def add_mcp_server(
                  token_env=token_env, header=header, timeout=str(timeout), description=description)
     spec, warnings = mcp_spec(name, items.items(), 'add_mcp_server', folder=os.getcwd())
     if spec is None: raise ValueError(warnings[-1].split(': ', 1)[1])
-    if name in _SERVERS: _SERVERS.pop(name).close()
-    _BY_CODE.add(name)
-    _register(spec)
+    with _LOCK:
+        if name in _SERVERS: _SERVERS.pop(name).close()
+        _BY_CODE.add(name)
+        _register(spec)
+    _tell()   # the menu lists it at once
     return name
+
+
+def _tell():
+    "Tell whoever shows the sources (the menu) that they changed."
+    from .registry import SOURCE_LISTENERS
+    for listener in list(SOURCE_LISTENERS): listener()
 
 
 def stop_servers():
     "Stop every MCP server and drop its source (the kernel ends, or the extension is unloaded)."
     from .registry import unregister_tool_source
-    for name in list(_SERVERS):
-        _SERVERS.pop(name).close()
-        unregister_tool_source(name)
-    _BY_CODE.clear()
+    with _LOCK:
+        for name in list(_SERVERS):
+            _SERVERS.pop(name).close()
+            unregister_tool_source(name)
+        _BY_CODE.clear()
+        if _ATEXIT: atexit.unregister(_ATEXIT.pop())

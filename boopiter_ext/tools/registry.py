@@ -19,7 +19,7 @@ the user's own prompt matches `intent`. Tools answer in text, and problems come 
     system = tools_system_prompt(tools)     # '' when there are no tools: then no system prompt is added
 """
 
-__all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'unregister_tool_source', 'get_tool_list',
+__all__ = ['SOURCES', 'DEFAULT_SELECTION', 'NEVER_OFFERED', 'ToolContext', 'register_tool_source', 'unregister_tool_source', 'SOURCE_LISTENERS', 'get_tool_list',
            'add_tool', 'remove_tool', 'notebook_tools', 'side_effect', 'tool_signature', 'example_call', 'tools_system_prompt',
            'parse_selection', 'selection_setting', 'unofferable', 'needs_consent', 'on_tool_error', 'tool_error_hook']
 
@@ -61,6 +61,7 @@ class ToolContext:
     settings: dict = field(default_factory=dict)     # The resolved settings: a source reads its own keys (`web_allow`)
     hidden: Callable = Hidden                        # Zero-argument callable: what the hidden cells hold (`Hidden`)
     notebook_file: Callable = lambda: None           # Zero-argument callable: the open notebook's file, or None
+    wait: bool = True                                # False: only a look (the menu): a source starts nothing it waits for
     def __post_init__(self): self.root = Path(self.root)
 
 
@@ -112,6 +113,8 @@ DEFAULT_SELECTION = {name: default for name,(_,default,_) in SOURCES.items()}
 # `machine` reads this machine's memory.
 ACTS_OR_REACHES_OUT = {'notebook', 'web', 'nbfiles', 'ci'}
 _NOTEBOOK = {}   # name: fn, the tools this process added with add_tool
+SOURCE_LISTENERS = []   # listener() after code added or dropped a source outside the settings (`add_mcp_server`): the
+                        # menu lists the sources again
 
 
 def register_tool_source(

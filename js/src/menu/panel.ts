@@ -199,7 +199,7 @@ export class BrainMenuPanel extends Widget {
     const footer = el('div', 'boop-Menu-footer');
     footer.append(
       actionButton('refresh', '⟳ Refresh', 'List the models again'),
-      actionButton('agent', '＋ Agent prompt', "Insert a %%prompt --agent cell below: the model's code runs as cells below it, each on your click")
+      actionButton('agent', '+ Agent prompt', "Insert a %%prompt --agent cell below: the model's code runs as cells below it, each on your click")
     );
     out.push(footer);
     return out;
