@@ -103,6 +103,11 @@ SETTINGS = dict(  # key: (type, default, help)
                              "grows past it is stopped, marked too long, and what arrived is kept. 0: no bound."),
     think=(str, '', "Reasoning effort for thinking models: `l`, `m`, `h` or `off`. Empty: the model's default. "
                     "An effort picked in the brain menu applies only while `reasoning` is on."),
+    completion_model=(str, '', "The model of ghost-text completions in code cells: a small code model with "
+                               "fill-in-the-middle (`ollama pull qwen2.5-coder:1.5b`), or `local/smollm2-135m`. Empty: "
+                               "the smallest such model in reach, else none (completions off, and the menu says why)."),
+    completions=(bool, True, "Ghost-text completions as you type in code cells (JupyterLab 4, Notebook 7). Only your "
+                             "own settings say: a notebook or a project's settings.ini cannot turn them on."),
     tools=(str, '', "Tool sources offered to the model, comma-separated (`kernel, files`), or `none`. Empty: the "
                     "default selection (`%boop tools` lists them)."),
     web_allow=(str, '', "What the `web` tools may fetch although it is not public (loopback, private, link-local): "
@@ -233,6 +238,7 @@ RULES = dict(  # key: (check, what a valid value is). `check_setting` applies th
     seed=(_within(0, 2**31 - 1, int), f'a whole number from 0 to {2**31 - 1:,}'),
     max_reply=(_within(0, _CHARS, int), f'a whole number of characters from 0 to {_CHARS}'),
     think=(lambda v: isinstance(v, str) and v in THINK_LEVELS, f'one of {", ".join(THINK_LEVELS)}'),
+    completion_model=(_ID, 'a model id (printable, no spaces, at most 300 characters)'), completions=_BOOL,
     tools=(_matches(_TOOLS), 'tool source names, comma-separated, or `none`'),
     web_allow=(lambda v: _text(2000)(v) and _web_allow_ok(v), 'hosts, host:port, [IPv6]:port or networks like '
                                                              '10.0.0.0/8, comma-separated'),
@@ -555,7 +561,8 @@ _YOURS_ONLY = dict(
     deaddrop_dir='set it in your own settings ({user}) or BOOPITER_DEADDROP_DIR',
     cache_dir='set it in your own settings ({user})', cassette_file='set it in your own settings ({user})',
     api_key_env='name the key variable in your own settings ({user}) or with `%config BoopMagics.api_key_env`',
-    web_allow='set it in your own settings ({user}) or with `%config BoopMagics.web_allow`')
+    web_allow='set it in your own settings ({user}) or with `%config BoopMagics.web_allow`',
+    completions='turn completions on or off in your own settings ({user}) or with `%config BoopMagics.completions`')
 
 
 def load_settings(

@@ -57,6 +57,9 @@ DEFAULT_MODELS = [
     dict(name='smollm2:135m', capabilities=['completion'], context_length=8192,
          family='llama', parameter_size='134.52M', size=270_898_672),
 ]
+# a fill-in-the-middle code model (`insert`), for ghost-text completion; not in DEFAULT_MODELS: a test adds it
+CODER = dict(name='qwen2.5-coder:0.5b', capabilities=['completion', 'insert'], context_length=32768, family='qwen2',
+             parameter_size='494M', size=397_000_000)
 FAULTS = ('http_error', 'drop', 'stall', 'malformed', 'error_line', 'trickle')
 CHAT_PATHS = ('/api/chat', '/v1/chat/completions')
 MID_STREAM_ERROR = 'scripted mid-stream error'
@@ -223,9 +226,11 @@ def _show_entry(m):
 
 
 def _capability_problem(m, body):
-    """Real Ollama refuses think/tools for models without the capability (400), and images for a model without
+    """Real Ollama refuses think/tools/suffix for models without the capability (400), and images for a model without
     vision (its runner's "missing data required for image input"); images must be base64, as Ollama decodes them."""
     caps = m['capabilities']
+    if body.get('suffix') and 'insert' not in caps:
+        return f'"{m["name"]}" does not support insert'
     if body.get('think') and 'thinking' not in caps:
         return f'"{m["name"]}" does not support thinking'
     if body.get('tools') and 'tools' not in caps:
@@ -534,7 +539,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(200, _show_entry(m))
 
     def generate(self, body):
-        if body.get('prompt'):
+        if body.get('prompt') or body.get('suffix'):  # a completion (fill-in-the-middle with a suffix)
             return self._answer(_GenerateFormat(body), body)
         m = self.owner.find_model(body.get('model'))
         if m is None:
@@ -827,6 +832,13 @@ class OllamaTestServer:
     def last_chat(self):
         chats = self.chats()
         return chats[-1] if chats else None
+
+    def generations(self):
+        """Bodies of /api/generate requests that asked for text (prompt, suffix, options), oldest first."""
+        with self._lock:
+            reqs = list(self.requests)
+        return [r.json for r in reqs if r.path.split('?', 1)[0] == '/api/generate'
+                and isinstance(r.json, dict) and (r.json.get('prompt') or r.json.get('suffix'))]
 
     def reset(self):
         with self._lock:

@@ -51,7 +51,8 @@ def test_hello_gets_the_state_and_a_pick_comes_back_as_the_binding_everywhere(ke
     assert {'tools', 'thinking'} <= set(next(m for m in state['models'] if m['id'] == MODEL)['capabilities'])
     assert [(t['name'], t['on']) for t in state['options']['tool_sources']] == [('kernel', True), ('files', True),
                                                                                 ('notebook', False), ('web', False),
-                                                                                ('pdf', False)]
+                                                                                ('pdf', False), ('nbfiles', False),
+                                                                                ('machine', False), ('ci', False)]
     assert sent(res, 'binding') == [dict(type='binding', binding={})]
     shown = kernel.run('%boop model smollm2:135m')   # a pick from code reaches the frontend too
     assert 'boopiter binding · model smollm2:135m' in shown.outputs[-1]['data']['text/plain']

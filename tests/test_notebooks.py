@@ -46,7 +46,8 @@ def test_every_notebook_is_tested():
                                                             '06_images_and_reasoning.ipynb', '07_reproducible.ipynb',
                                                             '08_whole_notebook.ipynb', '09_web_and_pdf_tools.ipynb',
                                                             '10_teams.ipynb', '11_first_hour.ipynb',
-                                                            '12_ask_from_code.ipynb', '13_mcp_tools.ipynb']
+                                                            '12_ask_from_code.ipynb', '13_mcp_tools.ipynb',
+                                                            '14_ghost_text.ipynb']
     # each how-to that stops without Ollama ships the cassette `boopiter-run NB --replay` reads, and says where it is from
     assert sorted(p.name for p in NBS.glob('*.cassette.json')) == sorted(f'{n}.cassette.json' for n in HOWTOS)
     for name in HOWTOS:
@@ -353,6 +354,17 @@ def test_mcp_tools_howto_on_the_test_server(srv, tmp_path, monkeypatch):
     sent = json.dumps(srv.chats()[-1]['messages'])
     assert 'kettle' in sent and 'Descale the K-200 kettle every 4 weeks with citric acid.' in sent
     assert text("get_current_time('Asia/Tokyo')['timezone']") == "'Asia/Tokyo'"
+
+
+def test_ghost_text_howto_says_which_model_completes_and_shows_what_it_reads(srv, tmp_path, monkeypatch):
+    "On the test server (no model fills in the middle): the status says completions are off and why; the parts built."
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    nb = run_howto(tmp_path, '14_ghost_text.ipynb')
+    cells = {c.source.splitlines()[0]: c for c in nb.cells if c.cell_type == 'code'}
+    def text(first): return ''.join(o.get('text', '') or o.get('data', {}).get('text/plain', '') for o in cells[first].outputs)
+    assert 'completions off: no model with fill-in-the-middle (`insert`) in reach' in text('%boop status')
+    assert text('from boopiter_ext.core.completion import fim_parts, tidy').startswith('import math\n\n# names defined: radius')
+    assert text("tidy('math.pi * r ** 2\\n\\nprint(area(2))', prompt, suffix)") == "'math.pi * r ** 2'"
 
 
 def status_lines(cell)->str: return ''.join(o.get('text', '') for o in cell.outputs)

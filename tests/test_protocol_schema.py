@@ -11,7 +11,7 @@ comm and every mime bundle the page renders. Here, without a kernel (an in-proce
   kernel's handler uses every field of it (asserted on what the handler did).
 """
 
-import contextvars, json, os, shutil, subprocess, threading
+import contextvars, json, os, shutil, subprocess, threading, time
 from datetime import datetime, timezone
 import pytest
 from jsonschema import Draft202012Validator
@@ -126,6 +126,15 @@ class Wire:
         else: self.channel._handle(self.comm, data)
         return [d for c in self.comms for _, d in c.out[before[id(c)]:]]
 
+    def answered_later(self, data, kind, timeout=15)->list:
+        "Hand `data` to the kernel; what it sent back once its answer of type `kind` came (from a thread of its own)."
+        before = len(self.comm.out)
+        self.channel._handle(self.comm, data)
+        deadline = time.monotonic() + timeout
+        while not any(d.get('type') == kind for _, d in self.comm.out[before:]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return [d for _, d in self.comm.out[before:]]
+
     def close(self): self.channel.unregister()
 
 
@@ -153,6 +162,8 @@ def comm_messages(w)->dict:
                                                                               context_size=8192, picked_at=NOW()),
                                        cells=CELLS))
     got += w.answered(dict(type='preview', id='dry-1', source='%%prompt\nWhat is the total?'))
+    got += w.answered_later(dict(type='complete', id='g1', cell_id='c1', prefix='total = ', suffix=''), 'completion')
+    got += w.answered_later(dict(type='rewrite', id='r1', cell_id='c1', instruction='triple it', source='total = 1'), 'rewrite')
     got += w.answered(dict(type='pick', changes=dict(host='http://elsewhere')))   # an error line
     from boopiter_ext.tools.notebook import notebook_source
     list_cells, read_cell, _, add_cell, edit_cell, delete_cell = notebook_source(lambda: w.assistant.notebook_cells(None),
@@ -325,6 +336,25 @@ def frontend_effects(w, name, msg):
         [back] = w.answered(msg)
         question = msg['source'].partition('\n')[2]
         assert back['type'] == 'preview' and back['id'] == msg['id'] and question in back['text']
+    elif name == 'frontend.complete':   # with a model that fills in the middle: the cell around the cursor reaches it
+        from ollama_server import CODER, normalize_model
+        w.srv.models.append(normalize_model(CODER))
+        a.catalog.refresh(a.settings())
+        try:
+            w.srv.script(' * 2')
+            [back] = w.answered_later(msg, 'completion')
+            sent = w.srv.generations()[-1]
+            assert (back['id'], back['text'].strip(), back['reason']) == (msg['id'], '* 2', ''), back
+            assert sent['prompt'].endswith(msg['prefix']) and sent['suffix'].strip() == msg['suffix'].strip()
+        finally:
+            w.srv.models.pop()
+            a.catalog.refresh(a.settings())
+    elif name == 'frontend.rewrite':
+        w.srv.script('```python\ntotal = 1234 * 4\n```')
+        [back] = w.answered_later(msg, 'rewrite')
+        assert back == dict(type='rewrite', id=msg['id'], source='total = 1234 * 4', reason='')
+        asked = json.dumps(w.srv.last_chat()['messages'])
+        assert msg['instruction'] in asked and json.dumps(msg['source'])[1:-1] in asked
     elif name == 'frontend.stop':
         other, mine = a._replying('another-cell'), None
         assert w.answered(msg) == [] and not other.stopped                # not that cell's reply
@@ -360,7 +390,8 @@ def test_the_page_reads_every_kernel_message_whole_and_the_kernel_uses_every_fie
     bad = {n: p for n, ms in built.items() for m in ms if (p := problems(n, m))}
     assert bad == {}, bad
     order = ['frontend.hello', 'frontend.notebook', 'frontend.pick', 'frontend.refresh', 'frontend.allow',
-             'frontend.preview', 'frontend.stop', 'frontend.fresh', 'frontend.edit_result']
+             'frontend.preview', 'frontend.complete', 'frontend.rewrite', 'frontend.stop', 'frontend.fresh',
+             'frontend.edit_result']
     assert sorted(order) == of('frontend')
     for name in order:
         for msg in built[name]: frontend_effects(wire, name, msg)

@@ -17,4 +17,7 @@ below):
 - fixing.py: from an error to a question about it (`%boop fix`): the cell that failed, and the prompt
 - agent.py: agent mode: the model's blocks run as cells on the user's clicks, their outputs back to it, until it answers
 - menu.py: what the brain menu shows, as data: who answers and why, the picks, the models, the options
+- completion.py: ghost-text completion: the fill-in-the-middle context, its answer made fit to show, the newest request
+  winning and a prompt in flight winning over it
+- rewrite.py: edit this cell: what the model reads to write a cell anew, and the new cell taken out of its answer
 """

@@ -31,7 +31,8 @@ from ..render.reply import MIME_KEY
 from ..settings import check_setting, declared_models, refusal
 
 BINDING_MIME = 'application/vnd.boopiter.settings+json'
-BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto', 'reuse')
+BINDING_KEYS = ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size', 'tools', 'auto', 'reuse',
+                'completion_model')
 VERSION = 1
 _EARLIEST, _AHEAD = datetime(2000, 1, 1, tzinfo=timezone.utc), timedelta(days=1)   # believable `picked_at` stamps
 
@@ -142,6 +143,7 @@ def binding_text(binding:dict)->str:
     if 'tools' in b: bits.append(f'tools {b["tools"]}')
     if 'auto' in b: bits.append('auto-run tool calls' if b['auto'] else 'tool calls wait for Run')
     if 'reuse' in b: bits.append('saved replies reused' if b['reuse'] else 'every prompt asks the model')
+    if 'completion_model' in b: bits.append(f'completions {b["completion_model"]}')
     return 'boopiter binding · ' + ' · '.join(bits)
 
 

@@ -7,7 +7,7 @@ ipywidgets fallback), so they can never disagree on which model answers and why.
 The shape is the frontend's `MenuState` (js/src/protocol/messages.ts); every value is JSON.
 """
 
-__all__ = ['KEEP_ALIVE', 'CONTEXT_SIZES', 'EFFORTS', 'answering', 'consent_state', 'menu_state', 'size_label']
+__all__ = ['KEEP_ALIVE', 'CONTEXT_SIZES', 'EFFORTS', 'answering', 'completing', 'completion_models', 'consent_state', 'menu_state', 'size_label']
 
 from ..models.routes import LOCAL_ID, picked_model
 from ..settings import short_source
@@ -46,6 +46,26 @@ def answering(
     return out
 
 
+def completing(
+    settings,   # Resolved settings
+    listing,    # The catalog's last `Listing`
+)->dict:        # {model, why, on}
+    "The model of ghost-text completions and why (a pick, else the smallest fill-in-the-middle model), or why none."
+    from .completion import pick_completion_model
+    if not settings['completions']:
+        return dict(model='', why=f'completions are off ({short_source(settings.source["completions"])})', on=False)
+    if (model := settings['completion_model']): return dict(model=model, why=short_source(settings.source['completion_model']),
+                                                           on=True)
+    model, why = pick_completion_model(listing.entries)
+    return dict(model=model or '', why=f'auto: {why}' if model else why, on=bool(model))
+
+
+def completion_models(listing)->list:
+    "The models the menu offers for completions: those with fill-in-the-middle, then the embedded one."
+    from .completion import FIM
+    return [e.id for e in listing.entries if FIM in e.capabilities] + [e.id for e in listing.entries if e.id == LOCAL_ID]
+
+
 def _entry(e)->dict:
     d = dict(id=e.id, label=e.name, source=e.source, capabilities=list(e.capabilities))   # badges are the menu's
     d.update({k: v for k,v in dict(size=e.size, context_length=e.context_length, offline=e.offline, note=e.note).items() if v})
@@ -72,10 +92,11 @@ def menu_state(
     from ..tools.registry import DEFAULT_SELECTION, SOURCES, parse_selection
     chosen = parse_selection(settings['tools']) or DEFAULT_SELECTION
     picks = {k: settings[k] for k in ('model', 'reasoning_model', 'reasoning', 'think', 'keep_alive', 'context_size',
-                                      'tools', 'auto', 'reuse')}
+                                      'tools', 'auto', 'reuse', 'completion_model')}
     return dict(answering=answering(settings, listing, window), settings=picks, models=[_entry(e) for e in listing.entries],
                 problems=dict(listing.problems), offered_tools=list(offered), consent=consent_state(settings, notebook),
+                completion=completing(settings, listing),
                 options=dict(keep_alive=[list(kv) for kv in KEEP_ALIVE], context_sizes=CONTEXT_SIZES,
-                             efforts=[list(kv) for kv in EFFORTS],
+                             efforts=[list(kv) for kv in EFFORTS], completion_models=completion_models(listing),
                              tool_sources=[dict(name=n, description=doc, on=bool(chosen.get(n)))
                                            for n,(_, _, doc) in SOURCES.items()]))

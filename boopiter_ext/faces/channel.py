@@ -24,6 +24,9 @@ target, `boopiter`, in both directions; JSON messages with a `type` (js/src/prot
                                                                   `edit`; for `run`: ran, skipped or stopped, the cell
                          {type: 'fresh', cell_id}                 the reply view's Ask again: the next run of that
                                                                   prompt cell asks the model (sent before the run)
+                         {type: 'complete', id, cell_id, prefix, suffix}   ghost text at a code cell's cursor (the
+                                                                  inline completer's; answered from a thread)
+                         {type: 'rewrite', id, cell_id, instruction, source}   edit this cell: the model's new version
     kernel -> frontend   {type: 'state', version: 1, state}       `menu.menu_state`: after hello, picks, refresh, allow,
                                                                   and when a prompt found its server down or back up
                                                                   (`state.consent`: what the notebook proposes beyond
@@ -31,6 +34,8 @@ target, `boopiter`, in both directions; JSON messages with a `type` (js/src/prot
                          {type: 'binding', binding}               after every change: the extension saves it in
                                                                   `metadata.boopiter.binding`
                          {type: 'preview', id, markdown, text}    the dry run (Markdown to render untrusted)
+                         {type: 'completion', id, text, reason}   the ghost text ('' and why, when there is none)
+                         {type: 'rewrite', id, source, reason}    the cell's new version, shown as a diff to accept
                          {type: 'edit', id, op, prompt, ...}      a change the model's notebook tools ask for, allowed
                                                                   by the guards: `add` {after, source, cell_type} made
                                                                   at once; `edit` {cell, source, expect} and `delete`
@@ -64,6 +69,7 @@ from ..core.binding import BINDING_KEYS
 
 TARGET, VERSION = 'boopiter', 1
 ADD_S, REVIEW_S = 20.0, 600.0   # how long an edit may take: made at once; reviewed by the user first
+_MAX_TEXT = 1_000_000   # characters of a cell a completion or an "edit this cell" carries
 log = logging.getLogger('boopiter_ext')
 
 
@@ -134,6 +140,7 @@ class Channel:
             if kind == 'edit_result': return self._edited(data)
             if kind == 'stop': return self._stop(data.get('cell_id'))
             if kind == 'fresh': return self.assistant.ask_again(data.get('cell_id'))   # checked there; no answer
+            if kind in ('complete', 'rewrite'): return self._answer_on_thread(comm, data)
             if kind == 'hello':
                 self.hello.set()
                 self._last = comm
@@ -171,6 +178,24 @@ class Channel:
         except Exception as e:
             log.warning('boopiter_ext: a message from the frontend failed', exc_info=True)
             self._send(comm, dict(type='error', message=str(e) or type(e).__name__))
+
+    def _answer_on_thread(self, comm, data):
+        """A completion or an "edit this cell", answered from a thread of its own: it asks a model, and the channel (and
+        the kernel's main thread, which may be running a cell) go on meanwhile. Every field is checked here."""
+        a, kind, rid = self.assistant, data['type'], data.get('id')
+        fields = ('cell_id', 'prefix', 'suffix') if kind == 'complete' else ('cell_id', 'instruction', 'source')
+        if not (isinstance(rid, str) and 0 < len(rid) <= 200 and all(isinstance(data.get(f), str) and len(data[f]) <= _MAX_TEXT
+                                                                   for f in fields)):
+            return self._send(comm, dict(type='error', message=f'A {kind} names its id and {", ".join(fields)}: texts.'))
+        def answer():
+            if kind == 'complete':
+                got = a.complete(data['cell_id'], data['prefix'], data['suffix'])
+                msg = dict(type='completion', id=rid, text=got['text'], reason=got['reason'])
+            else:
+                got = a.rewrite(data['cell_id'], data['instruction'], data['source'])
+                msg = dict(type='rewrite', id=rid, source=got['source'], reason=got['reason'])
+            self._send(comm, msg)
+        threading.Thread(target=answer, name=f'boopiter-{kind}', daemon=True).start()
 
     def _stop(self, cell_id):
         "The reply view's Stop, on this comm's thread while the prompt cell runs on the main one."

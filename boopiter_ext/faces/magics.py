@@ -103,6 +103,7 @@ class BoopMagics(Magics):
     model, reasoning_model, reasoning = _trait('model'), _trait('reasoning_model'), _trait('reasoning')
     host, api_base, api_key_env, models = _trait('host'), _trait('api_base'), _trait('api_key_env'), _trait('models')
     timeout = _trait('timeout')
+    completion_model, completions = _trait('completion_model'), _trait('completions')
     context_size, keep_alive, max_tokens = _trait('context_size'), _trait('keep_alive'), _trait('max_tokens')
     max_reply, seed = _trait('max_reply'), _trait('seed')
     think, clip, system_prompt = _trait('think'), _trait('clip'), _trait('system_prompt')

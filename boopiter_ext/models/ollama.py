@@ -298,6 +298,56 @@ class OllamaClient:
             raise ReplyBroken(f'The stream from Ollama at {self.where} ended before the reply was done.',
                               host=self.where, model=name)
 
+    def generate(self,
+                 model:str,             # Ollama name or `ollama_chat/NAME`
+                 prompt:str,            # The text before the cursor (or the whole prompt)
+                 suffix:str=None,       # The text after it: fill-in-the-middle, for models with the `insert` capability
+                 max_tokens:int=None,   # Longest reply (`num_predict`)
+                 stop:list=None,        # Strings that end the reply
+                 num_ctx:int=None,      # Context window to load the model with
+                 keep_alive=None,       # Ollama's `keep_alive` (see `keep_alive_value`); None sends nothing
+                 cancel=None,           # A `threading.Event`: once set, the reply is hung up and ends, no error
+                 timeout:float=None):   # Seconds without a token; None: the client's `timeout`
+        "Stream a completion's text (`/api/generate`, temperature 0), piece by piece; `ReplyStalled` after `timeout`."
+        name = ollama_name(model)
+        self._note_use(name)
+        opts = {k: v for k,v in dict(num_ctx=num_ctx, num_predict=max_tokens, stop=stop).items() if v}
+        body = dict(model=name, prompt=prompt, stream=True, options=dict(opts, temperature=0))
+        if suffix is not None: body['suffix'] = suffix
+        if keep_alive is not None: body['keep_alive'] = keep_alive
+        watch = StallWatch(self.timeout if timeout is None else timeout)
+        return watch.follow(self._generated(name, body, watch, cancel))
+
+    def _generated(self, name, body, watch, cancel):
+        with self._errors(name, watch):
+            r = self.session.post(self.url + '/api/generate', json=body, stream=True,
+                                  timeout=(self.connect_timeout, watch.backstop))
+        with r:  # leaving this block early (cancelled) closes the connection, which stops Ollama generating
+            if not watch.arm(r.raw.shutdown): raise watch.stalled(name)
+            with self._errors(name, watch, streaming=True):
+                if r.status_code != 200:
+                    raise self._insert_error(self._http_error(r, name, r.raw.read(1 << 16, decode_content=True)), name)
+                for line in r.iter_lines(chunk_size=1024):
+                    if cancel is not None and cancel.is_set(): return
+                    try: d = json.loads(line) if line else {}
+                    except ValueError: d = None
+                    if not isinstance(d, dict): raise OllamaError(f'Ollama at {self.where} sent a line that is not '
+                                                                  f'a JSON object: {line[:80]!r}', host=self.where)
+                    if 'error' in d: raise OllamaError('Ollama reported an error in the middle of the reply: '
+                                                       + _text(d['error']), host=self.where, model=name)
+                    if isinstance(t := d.get('response'), str) and t: yield t
+                    if d.get('done'): return
+        if not (cancel is not None and cancel.is_set()):
+            raise ReplyBroken(f'The stream from Ollama at {self.where} ended before the reply was done.',
+                              host=self.where, model=name)
+
+    def _insert_error(self, e, name):
+        "`e`, or for a model that cannot fill in the middle the error that says which models can."
+        if 'does not support insert' not in str(getattr(e, 'body', '')): return e
+        return OllamaError(f'{name} cannot fill in the middle (no `insert` capability), so it cannot complete code: '
+                           'pick a model that can (qwen2.5-coder, codellama:code, starcoder2, deepseek-coder), e.g. '
+                           '`ollama pull qwen2.5-coder:1.5b`.', host=self.where, model=name, status=400, body=e.body)
+
 
 def _client(client):
     "`client`, or a new client for `OLLAMA_HOST` that is closed after use."

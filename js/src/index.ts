@@ -1,5 +1,5 @@
 /**
- * boopiter in the notebook's own UI (JupyterLab 4 and Notebook 7): six small plugins.
+ * boopiter in the notebook's own UI (JupyterLab 4 and Notebook 7): seven small plugins.
  *
  *   boopiter-ext:channels     the comm channel to boopiter in each notebook's kernel (IBoopChannels)
  *   boopiter-ext:menu         the brain menu, a settings-based notebook toolbar item ("boopiter-menu"),
@@ -12,12 +12,17 @@
  *   boopiter-ext:dry-run      a prompt cell's dry run: command and cell toolbar button, shown in a dialog
  *   boopiter-ext:renderers    the reply, binding, widget-placeholder, dry-run and fault mime renderers; an error's
  *                             "Ask why" (the prompt-cells plugin's command puts `%%prompt --fix` below its cell)
+ *   boopiter-ext:inline       ghost text in code cells (a provider of JupyterLab's inline completer), and "Edit this
+ *                             cell" (Accel+Alt+E): the model's new version of the cell, reviewed as a diff
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Clipboard, ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
 import { Cell, CodeCell } from '@jupyterlab/cells';
+import { ICompletionProviderManager } from '@jupyterlab/completer';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { editCell } from './complete/editcell';
+import { BoopInlineProvider } from './complete/provider';
 import { IRenderMimeRegistry, renderMarkdown } from '@jupyterlab/rendermime';
 import { dropRemote, replySanitizer } from './reply/sanitizer';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
@@ -54,6 +59,7 @@ export const FIX_PROMPT = '%%prompt --fix\nWhy did the cell above fail, and how 
 export const INSERT_AGENT = 'boopiter:insert-agent-prompt';
 export const AGENT_PROMPT = '%%prompt --agent\n';
 export const MENU_ITEM = 'boopiter-menu';
+export const EDIT_CELL = 'boopiter:edit-cell';
 const CATEGORY = 'Notebook Operations';
 
 /** The notebook a command acts on: the one whose panel id is `args.notebook`, else the current one. */
@@ -368,4 +374,40 @@ const renderers: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [channels, menu, promptCells, cellMarks, dryRun, renderers];
+const inline: JupyterFrontEndPlugin<void> = {
+  id: 'boopiter-ext:inline',
+  description: 'Ghost-text completions in code cells (the inline completer) and "Edit this cell".',
+  autoStart: true,
+  requires: [INotebookTracker, IBoopChannels],
+  optional: [ICompletionProviderManager, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    channels: IBoopChannels,
+    completions: ICompletionProviderManager | null,
+    palette: ICommandPalette | null
+  ) => {
+    completions?.registerInlineProvider(
+      new BoopInlineProvider((widget, prefix, suffix) => {
+        const panel = tracker.find(p => p === widget);
+        const cell = panel?.content.activeCell;
+        return panel && cell?.model.type === 'code' ? channels.get(panel).complete(cell.model.id, prefix, suffix) : null;
+      })
+    );
+    app.commands.addCommand(EDIT_CELL, {
+      label: 'Edit This Cell with the Model…',
+      caption: "Tell the model how to change this code cell; its new version is shown as a diff to accept or reject",
+      isEnabled: args => targetCell(targetPanel(tracker, args), args)?.model.type === 'code',
+      execute: async args => {
+        const panel = targetPanel(tracker, args);
+        const cell = targetCell(panel, args);
+        if (panel && cell?.model.type === 'code') {
+          return editCell(panel, cell, channels.get(panel));
+        }
+      }
+    });
+    palette?.addItem({ command: EDIT_CELL, category: CATEGORY });
+  }
+};
+
+export default [channels, menu, promptCells, cellMarks, dryRun, renderers, inline];

@@ -19,7 +19,17 @@ import { JSONExt } from '@lumino/coreutils';
 import { Signal } from '@lumino/signaling';
 import { LOAD_CODE, METADATA_KEY, PROTOCOL_VERSION } from '../protocol/constants';
 import type { Cell, ICodeCellModel } from '@jupyterlab/cells';
-import { Binding, BindingChanges, FrontendMessage, IEditMessage, IPreview, IReviewedEdit, IRunCellEdit } from '../protocol/messages';
+import {
+  Binding,
+  BindingChanges,
+  FrontendMessage,
+  ICompletion,
+  IEditMessage,
+  IPreview,
+  IReviewedEdit,
+  IRewrite,
+  IRunCellEdit
+} from '../protocol/messages';
 import { cleanBinding, parseKernelMessage } from '../protocol/parse';
 import { changesBar, review, StepChoice, stepConsent } from '../cells/review';
 import { MODEL_TAG } from '../cells/tags';
@@ -44,6 +54,7 @@ export function setCellRunner(run: typeof cellRunner): void {
 export const CELLS_DELAY_MS = 500;
 /** How long a dry run may take. */
 export const PREVIEW_TIMEOUT_MS = 60_000;
+export const COMPLETION_TIMEOUT_MS = 20_000;
 
 export class BoopChannel extends KernelLink {
   constructor(context: Context) {
@@ -230,6 +241,33 @@ export class BoopChannel extends KernelLink {
     return answer;
   }
 
+  /**
+   * Ghost text at the cursor of code cell `cellId`: the model's continuation, or '' and why there is none. Asked on
+   * the comm (the kernel answers from a thread of its own, so a running cell does not hold it up). A newer request
+   * supersedes this one in the kernel, which then answers '' at once.
+   */
+  complete(cellId: string, prefix: string, suffix: string): Promise<ICompletion> {
+    if (!this.connected) {
+      return Promise.resolve({ text: '', reason: 'boopiter is not loaded in this kernel' });
+    }
+    const id = requestId();
+    const answer = this._completions.wait(id);
+    this._send({ type: 'complete', id, cell_id: cellId, prefix, suffix });
+    return answer;
+  }
+
+  /** Edit this cell: the model's version of cell `cellId` following `instruction`, or '' and why there is none. */
+  rewrite(cellId: string, instruction: string, source: string): Promise<IRewrite> {
+    if (!this.connected) {
+      return Promise.reject(new Error('boopiter is not loaded in this kernel: load it from the brain menu first'));
+    }
+    this.sendCells();
+    const id = requestId();
+    const answer = this._rewrites.wait(id);
+    this._send({ type: 'rewrite', id, cell_id: cellId, instruction, source });
+    return answer;
+  }
+
   dispose(): void {
     if (this._disposed) {
       return;
@@ -284,6 +322,12 @@ export class BoopChannel extends KernelLink {
         break;
       case 'preview':
         this._previews.settle(msg.id, { markdown: msg.markdown, text: msg.text });
+        return;
+      case 'completion':
+        this._completions.settle(msg.id, { text: msg.text, reason: msg.reason });
+        return;
+      case 'rewrite':
+        this._rewrites.settle(msg.id, { source: msg.source, reason: msg.reason });
         return;
       case 'edit':
         void this._edit(comm, msg);
@@ -477,7 +521,15 @@ export class BoopChannel extends KernelLink {
   private _shown: ShownCells;
   private _sentVersion = -1;
   private _cellsTimer: ReturnType<typeof setTimeout> | 0 = 0;
+  protected _failAll(reason: string): void {
+    for (const pending of [this._previews, this._completions, this._rewrites]) {
+      pending.failAll(reason);
+    }
+  }
+
   protected _previews = new PendingRequests<IPreview>(PREVIEW_TIMEOUT_MS, 'dry run');
+  protected _completions = new PendingRequests<ICompletion>(COMPLETION_TIMEOUT_MS, 'completion');
+  protected _rewrites = new PendingRequests<IRewrite>(PREVIEW_TIMEOUT_MS * 5, 'new version of the cell');
   private _views = new Set<NotebookPanel>();
   /** Reviews and step questions shown, by request id: `edit_cancel` withdraws them. */
   private _reviews = new Map<string, { withdraw(): void }>();

@@ -22,6 +22,9 @@ export interface IEditableCell {
   readonly metadata?: { [k: string]: unknown };
   getSource(): string;
   updateSource(start: number, end: number, value?: string): void;
+  /** The cell's own transaction: one step of its undo (Ctrl+Z in its editor), where the notebook's undo is per cell. */
+  transact?(f: () => void, undoable?: boolean): void;
+  readonly undoManager?: { stopCapturing(): void } | null;
 }
 
 export interface IEditableNotebook {
@@ -87,7 +90,7 @@ function noCell(id: string): IEditOutcome {
 }
 
 /** One step of the notebook's undo: captured alone, not merged with an edit just before or after. */
-function oneStep(nb: IEditableNotebook, f: () => void): void {
+function oneStep(nb: Pick<IEditableNotebook, 'transact' | 'undoManager'>, f: () => void): void {
   nb.undoManager?.stopCapturing();
   nb.transact(f, true);
   nb.undoManager?.stopCapturing();
@@ -157,6 +160,7 @@ export function applyEdit(nb: IEditableNotebook, req: IEditMessage, readOnly = f
     return { ok: true, cellId: cell.id, message: `done: cell ${shownId(cell.id)} already holds that text; nothing changed` };
   }
   const { start, end, text } = diffRange(now, req.source);
-  oneStep(nb, () => cell.updateSource(start, end, text));
+  // in the cell's own transaction where it has one: one step of its undo, Ctrl+Z in its editor
+  oneStep(cell.transact ? (cell as Pick<IEditableNotebook, 'transact' | 'undoManager'>) : nb, () => cell.updateSource(start, end, text));
   return { ok: true, cellId: cell.id, message: `done: replaced the text of cell ${shownId(cell.id)} ${UNDO_NOTE}` };
 }

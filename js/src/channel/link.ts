@@ -24,8 +24,7 @@ import { JSONObject } from '@lumino/coreutils';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { COMM_TARGET } from '../protocol/constants';
-import { FrontendMessage, IPreview } from '../protocol/messages';
-import { PendingRequests } from './requests';
+import { FrontendMessage } from '../protocol/messages';
 import { ChannelEvent, ChannelState, INITIAL, reduce } from './state';
 import { subshellReady } from './subshell';
 
@@ -116,7 +115,7 @@ export abstract class KernelLink implements IDisposable {
     this._comm = null;
     this._held = null;
     this._knocking = null;
-    this._previews.failAll('the kernel went away');
+    this._failAll('the kernel went away');
     this._kernelGone();
     if (comm && !comm.isDisposed && kernel && !kernel.isDisposed) {
       try {
@@ -164,7 +163,7 @@ export abstract class KernelLink implements IDisposable {
       this._comm = null;
       this._held = null;
       this._knocking = null;
-      this._previews.failAll('the kernel died');
+      this._failAll('the kernel died');
       this._kernelGone();
       this._dispatch({ type: 'kernel', present: false });
     } else if (status === 'idle' && this._needHello) {
@@ -178,7 +177,7 @@ export abstract class KernelLink implements IDisposable {
     this._comm = null;
     this._held = null;
     this._knocking = null;
-    this._previews.failAll('the kernel restarted');
+    this._failAll('the kernel restarted');
     this._kernelGone();
     this._autoLoaded = false;
     this._needHello = true;
@@ -335,7 +334,7 @@ export abstract class KernelLink implements IDisposable {
     }
     this._comm = null;
     this._held = null;
-    this._previews.failAll('boopiter closed its channel');
+    this._failAll('boopiter closed its channel');
     this._dispatch({ type: 'closed' });
     // a notebook that used boopiter before loads it by itself, once per kernel start
     if (this.usedBefore && !this._autoLoaded && this._kernel) {
@@ -350,8 +349,8 @@ export abstract class KernelLink implements IDisposable {
   /** `data` arrived on `comm`. */
   protected abstract _onData(comm: Kernel.IComm, data: unknown): void;
 
-  /** The requests waiting for an answer on the comm: they fail when it goes. */
-  protected abstract _previews: PendingRequests<IPreview>;
+  /** Fail every request waiting for the kernel's answer on the comm (it went away, restarted, or closed the channel). */
+  protected abstract _failAll(reason: string): void;
 
   protected _context: Context;
   protected _kernel: Kernel.IKernelConnection | null = null;

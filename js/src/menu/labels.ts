@@ -99,6 +99,9 @@ export function bindingText(b: Binding): string {
   if (b.reuse !== undefined) {
     bits.push(b.reuse ? 'saved replies reused' : 'every prompt asks the model');
   }
+  if (b.completion_model !== undefined) {
+    bits.push(`completions ${b.completion_model}`);
+  }
   return 'boopiter binding · ' + bits.join(' · ');
 }
 

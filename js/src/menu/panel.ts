@@ -22,7 +22,8 @@ import {
   modelSection,
   reasoningSection,
   repliesSection,
-  toolsSection
+  toolsSection,
+  completionsSection
 } from './sections';
 
 const FOCUSABLE = 'button:not([disabled]), select:not([disabled]), input:not([disabled]), [tabindex="0"]';
@@ -194,6 +195,7 @@ export class BrainMenuPanel extends Widget {
       reasoningSection(this.id, menu, set),
       memorySection(this.id, menu, set),
       toolsSection(this.id, menu, set),
+      completionsSection(this.id, menu, set),
       repliesSection(this.id, set)
     );
     const footer = el('div', 'boop-Menu-footer');
@@ -261,6 +263,9 @@ export class BrainMenuPanel extends Widget {
           break;
         case 'context_size':
           this._pick({ context_size: Number(v) || null });
+          break;
+        case 'completion_model':
+          this._pick({ completion_model: v || null });
           break;
       }
     } else if (t instanceof HTMLInputElement && t.dataset.tool && state.menu) {

@@ -140,6 +140,25 @@ export function memorySection(panelId: string, menu: MenuState, set: MenuSetting
   return section;
 }
 
+/**
+ * Completions: the model of the ghost text in code cells (a small code model with fill-in-the-middle); `auto` names
+ * the one chosen, or says why there is none. Only your settings turn completions on or off (`completions`).
+ */
+export function completionsSection(panelId: string, menu: MenuState, set: MenuSettings): HTMLElement {
+  const [section] = labelledSection(panelId, 'Completions');
+  const c = menu.completion;
+  const auto = set.completion_model ? 'auto' : c.on ? `auto: ${c.model}` : `off: ${c.why}`;
+  const options: [string, string][] = [[auto, ''], ...menu.options.completion_models.map(m => [m, m] as [string, string])];
+  if (set.completion_model && !menu.options.completion_models.includes(set.completion_model)) {
+    options.push([`${set.completion_model} · not listed`, set.completion_model]);
+  }
+  const row = el('div', 'boop-Menu-row');
+  row.append(selectControl('completion_model', 'ghost text', options, set.completion_model,
+    c.on ? `Ghost text as you type in code cells, from ${c.model} (${c.why})` : `No ghost text: ${c.why}`));
+  section.append(row);
+  return section;
+}
+
 /** Tools: the tool sources on, and auto-run. */
 export function toolsSection(panelId: string, menu: MenuState, set: MenuSettings): HTMLElement {
   const [section] = labelledSection(panelId, 'Tools');

@@ -54,6 +54,7 @@ export interface Binding {
   tools?: string;
   auto?: boolean;
   reuse?: boolean;
+  completion_model?: string;
   picked_at?: string;
 }
 
@@ -96,6 +97,7 @@ export interface MenuSettings {
   tools: string;
   auto: boolean;
   reuse: boolean;
+  completion_model: string;
 }
 
 export type LabelValue<T> = [string, T];
@@ -111,6 +113,15 @@ export interface MenuOptions {
   context_sizes: number[];
   efforts: LabelValue<string>[];
   tool_sources: ToolSourceOption[];
+  /** The models the menu offers for completions: those with fill-in-the-middle, then the embedded one. */
+  completion_models: string[];
+}
+
+/** Ghost-text completions: the model that gives them now and why, or why none does (`on` false). */
+export interface Completing {
+  model: string;
+  why: string;
+  on: boolean;
 }
 
 /**
@@ -134,6 +145,7 @@ export interface MenuState {
   options: MenuOptions;
   offered_tools: string[];
   consent: ConsentState;
+  completion: Completing;
 }
 
 /** One cell as the frontend shows it (nbformat's `cell_type`; only code and Markdown cells are sent). */
@@ -190,7 +202,25 @@ export interface IFreshMessage {
   type: 'fresh';
   cell_id: string;
 }
+/** Ghost text at the cursor of code cell `cell_id`: its text before and after the cursor. */
+export interface ICompleteRequest {
+  type: 'complete';
+  id: string;
+  cell_id: string;
+  prefix: string;
+  suffix: string;
+}
+/** Edit this cell: the user's instruction and the cell as it stands. */
+export interface IRewriteRequest {
+  type: 'rewrite';
+  id: string;
+  cell_id: string;
+  instruction: string;
+  source: string;
+}
 export type FrontendMessage =
+  | ICompleteRequest
+  | IRewriteRequest
   | IStopMessage
   | IFreshMessage
   | IHelloMessage
@@ -285,4 +315,36 @@ export interface IBadEdit {
   problem: string;
 }
 export type IEditMessage = IAddCellEdit | IEditCellEdit | IDeleteCellEdit | IRunCellEdit | IBadEdit;
-export type KernelMessage = IStateMessage | IBindingMessage | IErrorMessage | IPreviewMessage | IEditMessage | IEditCancelMessage;
+/** What `complete` answers: the ghost text ('' for none) and why there is none. */
+export interface ICompletion {
+  text: string;
+  reason: string;
+}
+/** What `rewrite` answers: the cell's new version ('' for none) and why there is none. */
+export interface IRewrite {
+  source: string;
+  reason: string;
+}
+/** A completion: the ghost text ('' for none) and why there is none. */
+export interface ICompletionMessage {
+  type: 'completion';
+  id: string;
+  text: string;
+  reason: string;
+}
+/** Edit this cell's answer: the model's version of the cell ('' for none) and why there is none. */
+export interface IRewriteMessage {
+  type: 'rewrite';
+  id: string;
+  source: string;
+  reason: string;
+}
+export type KernelMessage =
+  | IStateMessage
+  | IBindingMessage
+  | IErrorMessage
+  | IPreviewMessage
+  | IEditMessage
+  | IEditCancelMessage
+  | ICompletionMessage
+  | IRewriteMessage;

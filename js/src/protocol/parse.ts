@@ -47,7 +47,7 @@ function pairs<T>(v: unknown, check: (x: unknown) => x is T): LabelValue<T>[] {
 const isString = (x: unknown): x is string => typeof x === 'string';
 
 const THINK: readonly string[] = ['l', 'm', 'h', 'off'];
-const BINDING_STRINGS = ['model', 'reasoning_model', 'keep_alive', 'tools', 'picked_at'] as const;
+const BINDING_STRINGS = ['model', 'reasoning_model', 'keep_alive', 'tools', 'completion_model', 'picked_at'] as const;
 const BINDING_BOOLS = ['reasoning', 'auto', 'reuse'] as const;
 
 /** The usable part of a binding: only known keys with values of the right type (empty strings dropped). */
@@ -143,7 +143,8 @@ export function parseMenuState(v: unknown): MenuState | null {
       context_size: num(s.context_size) ?? 0,
       tools: str(s.tools),
       auto: bool(s.auto),
-      reuse: bool(s.reuse)
+      reuse: bool(s.reuse),
+      completion_model: str(s.completion_model)
     },
     models: Array.isArray(v.models) ? v.models.map(parseModel).filter((e): e is ModelEntry => e !== null) : [],
     problems,
@@ -158,10 +159,14 @@ export function parseMenuState(v: unknown): MenuState | null {
             .filter(isObject)
             .filter(t => typeof t.name === 'string' && t.name)
             .map(t => ({ name: t.name as string, description: str(t.description), on: bool(t.on) }))
-        : []
+        : [],
+      completion_models: strings(o.completion_models).filter(Boolean)
     },
     offered_tools: strings(v.offered_tools),
-    consent: parseConsent(v.consent)
+    consent: parseConsent(v.consent),
+    completion: isObject(v.completion)
+      ? { model: str(v.completion.model), why: str(v.completion.why), on: bool(v.completion.on) }
+      : { model: '', why: '', on: false }
   };
 }
 
@@ -194,6 +199,14 @@ export function parseKernelMessage(data: unknown): KernelMessage | null {
       return parseEdit(data);
     case 'edit_cancel':
       return typeof data.id === 'string' && data.id ? { type: 'edit_cancel', id: data.id } : null;
+    case 'completion':
+      return typeof data.id === 'string' && data.id
+        ? { type: 'completion', id: data.id, text: str(data.text), reason: str(data.reason) }
+        : null;
+    case 'rewrite':
+      return typeof data.id === 'string' && data.id
+        ? { type: 'rewrite', id: data.id, source: str(data.source), reason: str(data.reason) }
+        : null;
     default:
       return null;
   }

@@ -24,14 +24,15 @@ const OPTIONS = {
     ['1 hour', '60'], ['forever', '-1']] as [string, string][],
   context_sizes: [2048, 4096, 8192, 16384, 32768, 65536, 131072],
   efforts: [['auto', ''], ['L', 'l'], ['M', 'm'], ['H', 'h']] as [string, string][],
-  tool_sources: [{ name: 'kernel', description: 'Variables and cells', on: true }]
+  tool_sources: [{ name: 'kernel', description: 'Variables and cells', on: true }],
+  completion_models: ['qwen2.5-coder:0.5b', 'local/smollm2-135m']
 };
 
 function menuState(settings: Partial<MenuSettings>): MenuState {
   return {
     answering: { model: 'gemma3:4b', why: 'notebook binding', auto: false, reasoning: true, window: 4096, context_length: 131072 },
     settings: { model: 'gemma3:4b', reasoning_model: 'qwen3:1.7b', reasoning: true, think: '', keep_alive: '', context_size: 0,
-      tools: '', auto: false, reuse: true, ...settings },
+      tools: '', auto: false, reuse: true, completion_model: '', ...settings },
     models: [
       { id: 'gemma3:4b', label: 'gemma3:4b', source: 'ollama', capabilities: ['completion', 'vision'], context_length: 131072 },
       { id: 'qwen3:1.7b', label: 'qwen3:1.7b', source: 'ollama', capabilities: ['completion', 'thinking'], context_length: 40960 }
@@ -39,7 +40,8 @@ function menuState(settings: Partial<MenuSettings>): MenuState {
     problems: {},
     options: OPTIONS,
     offered_tools: [],
-    consent: { proposed: [], text: '', notebook: '' }
+    consent: { proposed: [], text: '', notebook: '' },
+    completion: { model: 'qwen2.5-coder:0.5b', why: 'auto: the smallest model with fill-in-the-middle', on: true }
   };
 }
 
@@ -88,6 +90,19 @@ describe('the brain menu sends the value of the option chosen', () => {
     }
   });
 
+  it('for every completion model, and auto (which names the one it picks)', () => {
+    for (const value of [...OPTIONS.completion_models, '']) {
+      const { p, picks } = panel({ completion_model: value ? '' : 'local/smollm2-135m' });
+      choose(p, 'completion_model', value);
+      expect(picks).toEqual([{ completion_model: value || null }]);
+      p.dispose();
+    }
+    const { p } = panel({});
+    const auto = p.node.querySelector('select[data-pick="completion_model"] option') as HTMLOptionElement;
+    expect(auto.textContent).toBe('auto: qwen2.5-coder:0.5b');
+    p.dispose();
+  });
+
   it('for every effort', () => {
     for (const [label, value] of OPTIONS.efforts) {
       const { p, picks } = panel({ think: 'off' });
@@ -104,7 +119,7 @@ describe("the brain menu's footer", () => {
   it('inserts an agent prompt cell, and picks nothing', () => {
     const { p, picks, agents } = panel({});
     const button = p.node.querySelector('[data-action="agent"]') as HTMLButtonElement;
-    expect(button.textContent).toBe('＋ Agent prompt');
+    expect(button.textContent).toBe('+ Agent prompt');
     button.click();
     expect(agents).toEqual([1]);
     expect(picks).toEqual([]);

@@ -43,6 +43,8 @@ const READERS: { [name: string]: ((v: unknown) => unknown) | null } = {
   'kernel.edit_run': parseKernelMessage,
   'kernel.edit_cancel': parseKernelMessage,
   'kernel.error': parseKernelMessage,
+  'kernel.completion': parseKernelMessage,
+  'kernel.rewrite': parseKernelMessage,
   'bundle.reply': parseReplyBundle,
   'bundle.tool_round': parseReplyBundle,
   'bundle.tool_loop': parseReplyBundle,
@@ -206,6 +208,12 @@ async function frontendMessages(): Promise<unknown[]> {
   await dry;
   expect(channel.stop('c1')).toBe(true);
   expect(channel.fresh('c1')).toBe(true);
+  const ghost = channel.complete('c1', 'total = 1234 ', '\nprint(total)');
+  comm.answer({ type: 'completion', id: (sent.at(-1) as { id: string }).id, text: '* 2', reason: '' });
+  expect(await ghost).toEqual({ text: '* 2', reason: '' });
+  const rewrite = channel.rewrite('c1', 'double it', 'total = 1234 * 2');
+  comm.answer({ type: 'rewrite', id: (sent.at(-1) as { id: string }).id, source: 'total = 1234 * 4', reason: '' });
+  expect(await rewrite).toEqual({ source: 'total = 1234 * 4', reason: '' });
   // a view of the notebook, where the user reviews an edit: its first cell's node
   const cellNode = document.createElement('div');
   document.body.append(cellNode);
