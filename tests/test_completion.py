@@ -283,3 +283,38 @@ def test_the_real_embedded_model_completes_a_return():
     finally:
         c.close()
         local.stop()
+
+
+# ---- which model completes, and who may say so (core/menu.py `completing`, the settings)
+
+def test_which_model_completes_a_pick_else_the_smallest_fill_in_the_middle_model_else_why_none(tmp_path):
+    from boopiter_ext.core.menu import completing, completion_models
+    from boopiter_ext.models.catalog import Listing, ModelEntry
+    from boopiter_ext.settings import load_settings
+    entries = [ModelEntry('qwen3:1.7b', 'qwen3:1.7b', 'ollama', ('completion', 'tools'), size=1_359_000_000),
+               ModelEntry('qwen2.5-coder:7b', 'qwen2.5-coder:7b', 'ollama', ('completion', FIM), size=4_700_000_000),
+               ModelEntry('qwen2.5-coder:0.5b', 'qwen2.5-coder:0.5b', 'ollama', ('completion', FIM), size=397_000_000),
+               ModelEntry(LOCAL_ID, 'smollm2-135m', 'local', ('completion',))]
+    env = {'XDG_CONFIG_HOME': str(tmp_path / 'xdg')}
+    s = load_settings(start=tmp_path, environ=env)
+    assert completing(s, Listing(entries)) == dict(model='qwen2.5-coder:0.5b', on=True, why=(
+        'auto: qwen2.5-coder:0.5b: the smallest model with fill-in-the-middle (`insert`) in reach'))
+    assert completion_models(Listing(entries)) == ['qwen2.5-coder:7b', 'qwen2.5-coder:0.5b', LOCAL_ID]
+    none = completing(s, Listing(entries[:1]))
+    assert none['on'] is False and 'ollama pull qwen2.5-coder:1.5b' in none['why']
+    picked = load_settings(binding=dict(completion_model='qwen2.5-coder:7b'), start=tmp_path, environ=env)
+    assert completing(picked, Listing(entries)) == dict(model='qwen2.5-coder:7b', why='notebook binding', on=True)
+    # off: only your own settings say so; a project's settings.ini cannot turn completions on again
+    (tmp_path / 'xdg' / 'boopiter').mkdir(parents=True)
+    (tmp_path / 'xdg' / 'boopiter' / 'settings.ini').write_text('[boopiter]\ncompletions = off\n')
+    (tmp_path / 'settings.ini').write_text('[boopiter]\ncompletions = on\n')
+    off = load_settings(start=tmp_path, environ=env)
+    assert completing(off, Listing(entries)) == dict(model='', why='completions are off (settings.ini)', on=False)
+    assert any('`completions` ignored' in w for w in off.warnings)
+
+
+def test_the_binding_keeps_a_completion_model_and_never_the_switch():
+    from boopiter_ext.core.binding import binding_text, clean_binding
+    b = clean_binding(dict(completion_model='qwen2.5-coder:0.5b', completions=True, model='qwen3:1.7b'))
+    assert b == dict(model='qwen3:1.7b', completion_model='qwen2.5-coder:0.5b')   # `completions` is no pick
+    assert binding_text(b).endswith('completions qwen2.5-coder:0.5b')
