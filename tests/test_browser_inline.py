@@ -4,7 +4,7 @@ another cell runs (the kernel answers from a thread); "Edit this cell" asks for 
 version of the cell as a diff, which Accept makes in one undo step. Harness: tests/browser.py."""
 
 import json, time
-import pytest
+import nbformat, pytest
 from browser import PANEL, both_apps, cells, load_boopiter, open_notebook, run_cell, screenshot, until, \
     write_notebook
 from browser import app, lab, nb7, page, artifacts  # noqa: F401 (fixtures)
@@ -40,7 +40,8 @@ def type_at_end(page, index, text):
 
 @both_apps
 def test_ghost_text_comes_as_you_type_tab_accepts_it_and_it_comes_while_a_cell_runs(app, page, coder, artifacts):
-    path = write_notebook(app.root/f'ghost-{app.app}.ipynb', ['import time', 'def add(a, b):\n    ', 'x = 1'])
+    hidden = nbformat.v4.new_code_cell("token = 'hunter2'", metadata={'tags': ['boop-hide']})   # hidden from the model
+    path = write_notebook(app.root/f'ghost-{app.app}.ipynb', ['import time', 'def add(a, b):\n    ', 'x = 1', hidden])
     open_notebook(page, app, path.name)
     load_boopiter(page, app)
     type_at_end(page, 1, 'return')
@@ -54,6 +55,9 @@ def test_ghost_text_comes_as_you_type_tab_accepts_it_and_it_comes_while_a_cell_r
     assert not ghost.is_visible()
     sent = coder.generations()[-1]
     assert sent['model'] == CODER['name'] and sent['prompt'].endswith('def add(a, b):\n    return') and 'import time' in sent['prompt']
+    type_at_end(page, 3, '\nprint(tok')   # in the hidden cell: nothing is asked
+    page.wait_for_timeout(1000)
+    assert all('hunter2' not in json.dumps(g) for g in coder.generations())
     # while another cell runs (a sleep holds the kernel's main thread), ghost text still comes
     page.evaluate(f"() => {{ {PANEL}.content.widgets[0].model.sharedModel.setSource('import time\\ntime.sleep(30)'); }}")
     run_cell(page, 0)

@@ -67,6 +67,8 @@ def test_fim_parts_keeps_the_end_of_the_prefix_and_stays_within_budget(prefix, s
     ('', 'x', 'y', ''),
     (None, 'x', 'y', ''),
     (' total', 'print(', '', ' total'),
+    ('f(a))', 'print(', ')', 'f(a)'),                                        # the suffix's `)` once, never its own
+    (' [1, 2]', 'x =', ']', ' [1, 2'),                                       # ... so the line reads ` [1, 2]` whole
 ])
 def test_tidy(text, prefix, suffix, want):
     assert tidy(text, prefix, suffix) == want
@@ -80,8 +82,9 @@ def test_tidy_never_repeats_the_suffix_never_runs_long_and_never_raises(text, pr
     assert len(out.split('\n')) <= max(1, max_lines) and text.startswith(out[:1] or text[:1])
     first = next((l.strip() for l in suffix.split('\n') if l.strip()), '')
     if first: assert first not in [l.strip() for l in out.split('\n')[1:]]
-    for s in (suffix, suffix.lstrip()):
-        if out and s: assert not out.endswith(s[0])
+    assert '\n'.join(text.split('\n')[:max(1, max_lines)]).startswith(out)   # the model's own text, cut, nothing added
+    if out and suffix.strip() and len(suffix) <= 200 and text.endswith(suffix) and '\n' not in text:
+        assert len(out) < len(text)   # an end that repeats the suffix is taken off (once)
 
 
 # ---- pick_completion_model
@@ -318,3 +321,45 @@ def test_the_binding_keeps_a_completion_model_and_never_the_switch():
     b = clean_binding(dict(completion_model='qwen2.5-coder:0.5b', completions=True, model='qwen3:1.7b'))
     assert b == dict(model='qwen3:1.7b', completion_model='qwen2.5-coder:0.5b')   # `completions` is no pick
     assert binding_text(b).endswith('completions qwen2.5-coder:0.5b')
+
+
+# ---- the assistant's side (core/inline.py): what a completion may read, where it may go
+
+def test_a_completion_reads_nothing_hidden_and_a_hidden_cell_asks_nothing(shell, srv, monkeypatch, tmp_path):
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    srv.models.append(normalize_model(CODER))
+    try:
+        shell.run_line_magic('load_ext', 'boopiter_ext')
+        a = shell.magics_manager.registry['BoopMagics'].assistant
+        shell.run_cell("secret_key = 'hunter2'\nradius = 2")
+        a.shown = [dict(id='h1', cell_type='code', source="secret_key = 'hunter2'", tags=['boop-hide']),
+                   dict(id='c1', cell_type='code', source='radius = 2', tags=[]),
+                   dict(id='c2', cell_type='code', source='area = ', tags=[])]
+        srv.script(' 3.14 * radius ** 2')
+        got = a.inline.complete('c2', 'area = ', '')
+        assert got['text'] == ' 3.14 * radius ** 2' and got['reason'] == ''
+        sent = srv.generations()[-1]['prompt']
+        assert 'radius = 2' in sent and 'radius' in sent.split('names defined:')[1]
+        assert 'hunter2' not in sent and 'secret_key' not in sent   # neither its text nor the name only it defines
+        n = len(srv.generations())
+        assert a.inline.complete('h1', "secret_key = 'hun", '')['reason'] == 'this cell is hidden from the model'
+        assert len(srv.generations()) == n   # nothing was asked
+        assert a.inline.rewrite('h1', 'tidy it', "secret_key = 'hunter2'")['source'] == ''
+        a.inline._rewrites += 1   # an "Edit this cell" asking the model: completions wait
+        assert a.inline.complete('c2', 'area = ', '')['reason'] == 'a prompt is using the model'
+        a.inline._rewrites -= 1
+    finally: srv.models.pop()
+
+
+def test_typing_never_sends_code_to_a_server_a_project_declared(shell, srv, monkeypatch, tmp_path):
+    monkeypatch.setenv('OLLAMA_HOST', f'127.0.0.1:{free_port()}')
+    monkeypatch.chdir(tmp_path)
+    srv.models.append(normalize_model(CODER))
+    try:
+        (tmp_path / 'settings.ini').write_text(f'[boopiter]\ncompletion_model = @lab/{CODER["name"]}\n\n'
+                                               f'[boopiter.endpoint.lab]\nkind = ollama\nurl = {srv.host}\n')
+        shell.run_line_magic('load_ext', 'boopiter_ext')
+        a = shell.magics_manager.registry['BoopMagics'].assistant
+        got = a.inline.complete('c1', 'x = ', '')
+        assert got['text'] == '' and srv.generations() == []
+    finally: srv.models.pop()

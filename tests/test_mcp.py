@@ -101,10 +101,10 @@ def test_a_server_that_does_not_start_costs_one_bounded_wait_and_one_line(tmp_pa
     t = time.monotonic()
     with pytest.raises(McpError, match=r'MCP server `hangs`: initialize: `python -c .*` did not answer in 1 s'):
         server_tools(s := McpServer(hangs))
-    assert time.monotonic() - t < 3
+    assert time.monotonic() - t < 5   # its 1 s, and closing it (a loaded machine takes its time)
     t = time.monotonic()
     with pytest.raises(McpError, match='did not answer'): server_tools(s)   # not tried again at once: no second wait
-    assert time.monotonic() - t < 0.1
+    assert time.monotonic() - t < 0.5
     s.close()
     for command, said in ((('no-such-program-boop',), 'could not start'),
                           (('python', '-c', 'import sys; print("bye", file=sys.stderr); sys.exit(4)'),

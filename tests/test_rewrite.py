@@ -22,7 +22,8 @@ def test_the_new_cell_is_the_first_python_block_or_a_bare_answer():
         'def f(x):\n    "Doc."\n    return x'
     assert rewritten('```python\na = 1\n```\n```python\nb = 2\n```', 'a = 0') == 'a = 1'
     assert rewritten('a = 2', 'a = 1') == 'a = 2'   # no fence at all: the answer is the cell
-    assert rewritten('Sorry, I cannot.\n```\nnot python\n```', 'a = 1') == ''   # a fence, but no python block
+    assert rewritten('Sorry, I cannot.\n```text\nnot python\n```', 'a = 1') == ''   # a fence, but no python block
+    assert rewritten('Here:\n```\na = 2\n```', 'a = 1') == 'a = 2'   # one block with no language: the cell
     assert rewritten('```python\na = 1\n```', 'a = 1\n') == ''   # the same cell again is no new version
     assert rewritten('', 'a = 1') == '' and rewritten(None, 'a = 1') == ''
 

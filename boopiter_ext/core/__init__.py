@@ -19,5 +19,7 @@ below):
 - menu.py: what the brain menu shows, as data: who answers and why, the picks, the models, the options
 - completion.py: ghost-text completion: the fill-in-the-middle context, its answer made fit to show, the newest request
   winning and a prompt in flight winning over it
+- inline.py: the assistant's side of ghost text and "Edit this cell": which model, what it may read (nothing hidden),
+  where it may send it, when it waits
 - rewrite.py: edit this cell: what the model reads to write a cell anew, and the new cell taken out of its answer
 """

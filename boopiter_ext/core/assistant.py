@@ -125,7 +125,7 @@ class Assistant:
         self.consent = Consent()   # auto-run and the tools that act or reach out: a notebook proposes, you allow (consent.py)
         self._stopper, self._user_stopped = None, False   # the reply streaming now (`_Stopper`); whether Stop ended the last
         self.state_listeners = []   # listener() when what the menu shows changed behind its back (a source down or up)
-        self._completer = None   # the ghost-text `Completer`, made on the first completion
+        self._inline = None   # ghost text and "Edit this cell" (`inline`), made on first use
         from ..tools.registry import SOURCE_LISTENERS
         SOURCE_LISTENERS.append(self._tell_state)   # a tool source declared by code: the menu shows it (`close` undoes)
         self._fresh = set()   # cells whose next run asks again: the reply view's Ask again (a click, never a file)
@@ -179,6 +179,7 @@ class Assistant:
         from ..tools.registry import SOURCE_LISTENERS
         if self._tell_state in SOURCE_LISTENERS: SOURCE_LISTENERS.remove(self._tell_state)
         if (mcp := sys.modules.get('boopiter_ext.tools.mcp')) is not None: mcp.stop_servers()
+        if self._inline is not None: self._inline.close()
         if self._router is not None: self._router.close()
         self._router = None
 
@@ -249,13 +250,13 @@ class Assistant:
         return self.binding(nb)
 
     def _memory_picks(self)->list:
-        """[(Ollama client, models to keep in memory)]: the standard and reasoning picks stay, on Ollama's host and on
+        """[(Ollama client, models to keep in memory)]: the standard, reasoning and completion picks stay, on Ollama's host and on
         each named Ollama endpoint this kernel asked (a shared one loses only models this kernel loaded there)."""
         from ..errors import OllamaError
         s = self.settings(nb=self.notebook())
         try: model = s['model'] or self.router.auto_model(s)[0]   # none picked: the automatic choice stays loaded
         except OllamaError: return []
-        keep = [model, s['reasoning_model']]
+        keep = [model, s['reasoning_model'], s['completion_model']]   # the ghost text's model stays warm too
         return [(c, keep) for c in [self.router.ollama(s), *self.router.endpoint_clients()]]
 
     def cloud_model(self)->str:
@@ -822,71 +823,15 @@ class Assistant:
         if source == settings.project: return ''
         return f'`reuse` is off ({short_source(source)})'
 
-    # -- ghost text and "edit this cell" (completion.py): asked by the frontend, on a thread of their own
+    # -- ghost text and "edit this cell" (inline.py): asked by the frontend, on a thread of their own
     @property
-    def completer(self):
-        "This kernel's `Completer`: the newest request wins, and a prompt in flight wins over all of them."
-        if self._completer is None:
-            from .completion import Completer
-            self._completer = Completer(self._completion_client, busy=lambda: self._stopper is not None or
-                                        self.background.running, local=lambda: self.router.local().ensure())
-        return self._completer
-
-    def _completion_client(self, model):
-        "The Ollama client that serves `model` (the default host or a named Ollama endpoint); None for other routes."
-        from ..models.routes import endpoint_of, route_name
-        s = self.settings(nb=self.notebook())
-        if route_name(model) == 'ollama': return self.router.ollama(s)
-        ep, _ = endpoint_of(model, s) if route_name(model) == 'endpoint' else (None, None)
-        return self.router.endpoint(ep, s) if ep is not None and ep.kind == 'ollama' else None
-
-    def complete(self, cell_id:str, prefix:str, suffix:str)->dict:
-        "A ghost-text completion at the cursor of code cell `cell_id`: {text, reason, ms}, never an exception."
-        from .menu import completing
-        try:
-            s = self.settings(nb=(nb := self.notebook()))
-            pick = completing(s, self.catalog.current(s))
-            if not pick['on']: return dict(text='', reason=pick['why'], ms=0)
-            return self.completer.complete(pick['model'], prefix, suffix, self._above(nb, cell_id), self._names())
-        except Exception as e:   # a completion never breaks the notebook: its reason is a line
-            log.debug('boopiter_ext: a completion failed', exc_info=True)
-            return dict(text='', reason=f'{type(e).__name__}: {e}', ms=0)
-
-    def _above(self, nb, cell_id)->list:
-        "The code cells above `cell_id` as the page shows them, hidden ones left out (as the model never sees them)."
-        from ..context.build import HIDE_TAG
-        cells = self.layout(nb) or []
-        end = next((i for i,c in enumerate(cells) if c.cell_id == cell_id), len(cells))
-        return [c.source for c in cells[:end] if c.kind == 'code' and HIDE_TAG not in c.tags]
-
-    def _names(self)->list:
-        "Up to 40 names the user defined in the kernel (no modules, tools or IPython's own): cheap, for a completion."
-        import types
-        from ..tools.kernel import is_tool
-        try: items = list(self.namespace.items())   # from a thread: a copy, retried never (a change mid-copy is rare)
-        except RuntimeError: return []
-        skip = {'In', 'Out', 'get_ipython', 'exit', 'quit', 'open'}
-        return [k for k,v in items if not k.startswith('_') and k not in skip and not isinstance(v, types.ModuleType)
-                and not is_tool(v)][:40]
-
-    def rewrite(self, cell_id:str, instruction:str, source:str)->dict:
-        """Edit this cell: the answering model's new version of cell `cell_id` following `instruction` (the cells above as
-        context): {source, reason}; the page shows it as a diff to accept or reject."""
-        from .rewrite import rewrite_messages, rewritten
-        from ..models.stream import Reply, pump
-        try:
-            s = self.settings(nb=(nb := self.notebook()))
-            model, _ = self.answering_model(s)
-            reply, events = Reply(model), None
-            try:
-                events = self.router.chat(model, rewrite_messages(instruction, source, self._above(nb, cell_id)), s,
-                                          self.model_info(model, s, nb))
-                pump(events, reply, lambda r: None, 1.0, limit=s['max_reply'])
-            finally:
-                if events is not None: events.close()
-            return dict(source=rewritten(reply.answer, source), reason='')
-        except Exception as e:   # one line in the cell: the model, its server, or the answer
-            return dict(source='', reason=f'{type(e).__name__}: {e}')
+    def inline(self):
+        "Ghost text and \"Edit this cell\" for this notebook (`inline.Inline`)."
+        with self._lock:
+            if self._inline is None:
+                from .inline import Inline
+                self._inline = Inline(self)
+            return self._inline
 
     def ask_again(self, cell_id:str):
         "The reply view's Ask again: the next run of that prompt cell asks the model, whatever it saved (once)."

@@ -17,7 +17,7 @@ __all__ = ['FIM', 'pick_completion_model', 'fim_parts', 'tidy', 'Completer']
 import json, logging, threading
 from time import monotonic
 from ..errors import BoopError, LocalModelError, ModelError
-from ..models.routes import LOCAL_ID
+from ..models.routes import LOCAL_ID, split_endpoint
 from ..models.stream import StallWatch, watching
 
 FIM = 'insert'   # Ollama's capability name for fill-in-the-middle models (qwen2.5-coder, codellama:code, starcoder2...)
@@ -85,19 +85,22 @@ def fim_parts(
     return head + names_line + prefix, (suffix or '')[:budget // 4]
 
 
+_OVERLAP = 200   # characters of the suffix a completion's end is compared with
+
+
 def _overlap(text:str, suffix:str)->int:
     "Length of the longest end of `text` that starts `suffix` (or `suffix` without its leading space)."
-    ends = (k for s in (suffix, suffix.lstrip()) for k in range(min(len(text), len(s)), 0, -1) if text.endswith(s[:k]))
+    ends = (k for s in (suffix, suffix.lstrip()) for k in range(min(len(text), len(s), _OVERLAP), 0, -1)
+            if text.endswith(s[:k]))
     return max(ends, default=0)
 
 
-def _trim(text:str, suffix:str, first:str, head:str)->str:
-    "`text` cut before a line that is `first` (its first line read after `head`) and before an end that starts `suffix`."
+def _before_repeat(text:str, first:str, head:str)->str:
+    "`text` cut before a line that is `first`, the suffix's first line (its own first line read after `head`)."
     lines = text.split('\n')
     same = lambda i, l: ((head if i == 0 else '') + l).strip() == first
     if first: lines = lines[:next((i for i,l in enumerate(lines) if same(i, l)), len(lines))]
-    out = '\n'.join(lines).rstrip()
-    return out[:len(out) - _overlap(out, suffix)].rstrip()
+    return '\n'.join(lines).rstrip()
 
 
 def tidy(
@@ -111,8 +114,8 @@ def tidy(
     suffix = suffix if isinstance(suffix, str) else ''
     first = next((l.strip() for l in suffix.split('\n') if l.strip()), '')
     head = prefix.rpartition('\n')[2] if isinstance(prefix, str) else ''
-    out = '\n'.join(text.split('\n')[:max(1, max_lines)])
-    while (cut := _trim(out, suffix, first, head)) != out: out = cut   # each cut can uncover another: until none is left
+    out = _before_repeat('\n'.join(text.split('\n')[:max(1, max_lines)]), first, head)
+    out = out[:len(out) - _overlap(out, suffix)].rstrip()   # once: `f(a))` before `)` is `f(a)`, never `f(a`
     return out if out.strip() else ''
 
 
@@ -158,6 +161,8 @@ class Completer:
                  local=None):          # The embedded model: a `LocalModel`, or a callable returning its base URL
         self.client, self.busy, self.local = client, busy, local
         self._lock, self._req, self._session = threading.Lock(), None, None
+        self._wire = threading.Lock()   # one request on the wire: a server reads a request it was sent, hung up or not,
+                                        # until its first byte, so a superseded one that waits is never sent at all
 
     def cancel(self):
         "Stop whatever completion is in flight."
@@ -216,7 +221,10 @@ class Completer:
 
     def _run(self, req, model, prompt, suffix, max_tokens, timeout, num_ctx):
         "The request itself, on a thread of its own (`complete` returns when it is stopped, whatever the server does)."
+        while not self._wire.acquire(timeout=0.05):   # the one before it still waits for its server's first byte
+            if req.cancel.is_set(): return req.over.set()
         try:
+            if req.cancel.is_set(): return   # superseded while it waited: never sent
             with watching(req.join):
                 for piece in self._pieces(model, prompt, suffix, max_tokens, timeout + 1, num_ctx, req.cancel):
                     if req.cancel.is_set(): break
@@ -224,7 +232,9 @@ class Completer:
         except Exception as e:   # whatever failed, `complete` answers one line
             if not isinstance(e, (BoopError, ConnectionError)): log.debug('boopiter_ext: completion failed', exc_info=True)
             req.stop(_line(e))
-        finally: req.over.set()
+        finally:
+            self._wire.release()
+            req.over.set()
 
     def _pieces(self, model, prompt, suffix, max_tokens, timeout, num_ctx, cancel):
         "The completion's text as it streams, from the model's server."
@@ -233,6 +243,7 @@ class Completer:
             raise ModelError(f'{model} cannot complete code here: pick an Ollama model with fill-in-the-middle '
                              '(`insert`), such as qwen2.5-coder, or the embedded model.', model=model)
         # an empty suffix would make Ollama use the model's chat template instead of its fill-in-the-middle one
+        model = (split_endpoint(model) or (None, model))[1]   # a named endpoint's model, by its name there
         return client.generate(model, prompt, suffix or '\n', max_tokens=max_tokens, num_ctx=num_ctx, cancel=cancel,
                                timeout=timeout)
 

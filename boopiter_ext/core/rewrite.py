@@ -38,8 +38,11 @@ def rewritten(
     answer:str,   # The model's answer
     before:str,   # The cell as it stood
 )->str:           # The new cell ('' when the answer holds none, or the same cell again)
-    "The cell the answer proposes: its first python block, else the whole answer when it has no fence at all."
-    blocks = python_blocks(answer or '')
-    new = blocks[0] if blocks else answer if '```' not in (answer or '') else ''
+    "The cell the answer proposes: its first python block, else its one unlabelled block, else the answer if unfenced."
+    answer = answer or ''
+    blocks = python_blocks(answer)
+    if not blocks and answer.count('```') == 2:   # one block with no language named: the cell all the same
+        blocks = python_blocks(answer.replace('```\n', '```python\n', 1))
+    new = blocks[0] if blocks else answer if '```' not in answer else ''
     new = (new or '').strip('\n')
     return '' if new.strip() == before.strip() else new

@@ -184,15 +184,20 @@ class Channel:
         the kernel's main thread, which may be running a cell) go on meanwhile. Every field is checked here."""
         a, kind, rid = self.assistant, data['type'], data.get('id')
         fields = ('cell_id', 'prefix', 'suffix') if kind == 'complete' else ('cell_id', 'instruction', 'source')
-        if not (isinstance(rid, str) and 0 < len(rid) <= 200 and all(isinstance(data.get(f), str) and len(data[f]) <= _MAX_TEXT
-                                                                   for f in fields)):
-            return self._send(comm, dict(type='error', message=f'A {kind} names its id and {", ".join(fields)}: texts.'))
+        if not (isinstance(rid, str) and 0 < len(rid) <= 200):
+            return self._send(comm, dict(type='error', message=f'A {kind} names its id: a text.'))
+        bad = [f for f in fields if not isinstance(data.get(f), str) or len(data[f]) > _MAX_TEXT]
+        if not bad and kind == 'rewrite' and not data['instruction'].strip(): bad = ['instruction']
+        if bad:   # answered at once, so the page does not wait for it
+            why = f'a {kind} needs {", ".join(fields)} as texts; `{bad[0]}` is not one'
+            return self._send(comm, dict(type='completion', id=rid, text='', reason=why) if kind == 'complete' else
+                              dict(type='rewrite', id=rid, source='', reason=why))
         def answer():
             if kind == 'complete':
-                got = a.complete(data['cell_id'], data['prefix'], data['suffix'])
+                got = a.inline.complete(data['cell_id'], data['prefix'], data['suffix'])
                 msg = dict(type='completion', id=rid, text=got['text'], reason=got['reason'])
             else:
-                got = a.rewrite(data['cell_id'], data['instruction'], data['source'])
+                got = a.inline.rewrite(data['cell_id'], data['instruction'], data['source'])
                 msg = dict(type='rewrite', id=rid, source=got['source'], reason=got['reason'])
             self._send(comm, msg)
         threading.Thread(target=answer, name=f'boopiter-{kind}', daemon=True).start()

@@ -374,6 +374,11 @@ const renderers: JupyterFrontEndPlugin<void> = {
   }
 };
 
+/** A cell "Edit this cell" works on: code, and not hidden from the model (the model would read it). */
+function editable(cell: Cell | null): cell is Cell {
+  return cell?.model.type === 'code' && !hasTag(cell.model, HIDE_TAG);
+}
+
 const inline: JupyterFrontEndPlugin<void> = {
   id: 'boopiter-ext:inline',
   description: 'Ghost-text completions in code cells (the inline completer) and "Edit this cell".',
@@ -391,17 +396,18 @@ const inline: JupyterFrontEndPlugin<void> = {
       new BoopInlineProvider((widget, prefix, suffix) => {
         const panel = tracker.find(p => p === widget);
         const cell = panel?.content.activeCell;
-        return panel && cell?.model.type === 'code' ? channels.get(panel).complete(cell.model.id, prefix, suffix) : null;
+        const shown = panel && cell?.model.type === 'code' && !hasTag(cell.model, HIDE_TAG); // a hidden cell: nothing sent
+        return shown ? channels.get(panel).complete(cell.model.id, prefix, suffix) : null;
       })
     );
     app.commands.addCommand(EDIT_CELL, {
       label: 'Edit This Cell with the Model…',
       caption: "Tell the model how to change this code cell; its new version is shown as a diff to accept or reject",
-      isEnabled: args => targetCell(targetPanel(tracker, args), args)?.model.type === 'code',
+      isEnabled: args => editable(targetCell(targetPanel(tracker, args), args)),
       execute: async args => {
         const panel = targetPanel(tracker, args);
         const cell = targetCell(panel, args);
-        if (panel && cell?.model.type === 'code') {
+        if (panel && cell && editable(cell)) {
           return editCell(panel, cell, channels.get(panel));
         }
       }

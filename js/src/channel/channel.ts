@@ -250,6 +250,7 @@ export class BoopChannel extends KernelLink {
     if (!this.connected) {
       return Promise.resolve({ text: '', reason: 'boopiter is not loaded in this kernel' });
     }
+    this.sendCells(); // a cell just hidden is hidden for this completion already
     const id = requestId();
     const answer = this._completions.wait(id);
     this._send({ type: 'complete', id, cell_id: cellId, prefix, suffix });
