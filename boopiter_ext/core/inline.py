@@ -46,6 +46,10 @@ class Inline:
         a = self.a
         return a._stopper is not None or a.background.running or self._rewrites > 0
 
+    def cancel(self):
+        "Stop the completion in flight: the user typed on."
+        if self._completer is not None: self._completer.cancel()
+
     def close(self):
         "Stop what is in flight (`Assistant.close`)."
         if self._completer is not None: self._completer.close()

@@ -192,6 +192,8 @@ class Channel:
             why = f'a {kind} needs {", ".join(fields)} as texts; `{bad[0]}` is not one'
             return self._send(comm, dict(type='completion', id=rid, text='', reason=why) if kind == 'complete' else
                               dict(type='rewrite', id=rid, source='', reason=why))
+        if kind == 'complete' and not (data['prefix'].strip() or data['suffix'].strip()):
+            return a.inline.cancel()   # the user typed on: here, in order, before the next request's thread starts
         def answer():
             if kind == 'complete':
                 got = a.inline.complete(data['cell_id'], data['prefix'], data['suffix'])

@@ -392,6 +392,20 @@ const inline: JupyterFrontEndPlugin<void> = {
     completions: ICompletionProviderManager | null,
     palette: ICommandPalette | null
   ) => {
+    // each keystroke stops the completion in flight (the completer asks again once the typing pauses)
+    let typedIn: { changed: { disconnect(f: () => void): void } } | null = null;
+    const typed = () => {
+      const panel = tracker.currentWidget;
+      const cell = panel?.content.activeCell;
+      if (panel && cell) {
+        channels.get(panel).cancelCompletion(cell.model.id);
+      }
+    };
+    tracker.activeCellChanged.connect((_, cell) => {
+      typedIn?.changed.disconnect(typed);
+      typedIn = cell?.model.sharedModel ?? null;
+      cell?.model.sharedModel.changed.connect(typed);
+    });
     completions?.registerInlineProvider(
       new BoopInlineProvider((widget, prefix, suffix) => {
         const panel = tracker.find(p => p === widget);

@@ -257,6 +257,16 @@ export class BoopChannel extends KernelLink {
     return answer;
   }
 
+  /**
+   * The user typed on while a completion was asked for: the kernel stops asking the model for it (a `complete` with
+   * nothing around the cursor). Nothing is sent when none is in flight.
+   */
+  cancelCompletion(cellId: string): void {
+    if (this.connected && this._completions.size) {
+      this._send({ type: 'complete', id: requestId(), cell_id: cellId, prefix: '', suffix: '' });
+    }
+  }
+
   /** Edit this cell: the model's version of cell `cellId` following `instruction`, or '' and why there is none. */
   rewrite(cellId: string, instruction: string, source: string): Promise<IRewrite> {
     if (!this.connected) {

@@ -201,3 +201,28 @@ describe('the reply view\'s Stop', () => {
     expect(wire.at(-1)).toBe('send c1 stop');
   });
 });
+
+describe('ghost text', () => {
+  it('asks on the comm, and a keystroke while one is asked stops it (nothing is sent when none is)', async () => {
+    const { channel, comms, wire } = fakeNotebook();
+    await flush();
+    comms[0].answer(STATE);
+    await flush();
+    const sent: { id: string; prefix: string }[] = [];
+    const send = comms[0].send.bind(comms[0]);
+    comms[0].send = (data: any) => {
+      sent.push(data);
+      send(data);
+    };
+    channel.cancelCompletion('cell-1');
+    expect(wire.filter(w => w.includes('complete'))).toEqual([]); // none in flight: no message
+    const asked = channel.complete('cell-1', 'x = ', '');
+    expect(wire.at(-1)).toBe('send c1 complete');
+    channel.cancelCompletion('cell-1');
+    expect(wire.filter(w => w.includes('complete'))).toEqual(['send c1 complete', 'send c1 complete']);
+    expect(sent.at(-1)).toMatchObject({ type: 'complete', cell_id: 'cell-1', prefix: '', suffix: '' });
+    const id = sent.find(m => m.prefix === 'x = ')!.id;
+    comms[0].answer({ type: 'completion', id, text: '', reason: 'cancelled' });
+    expect(await asked).toEqual({ text: '', reason: 'cancelled' });
+  });
+});
