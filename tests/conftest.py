@@ -133,11 +133,14 @@ def browsing():
 
 @pytest.fixture
 def srv(server):
-    "The session's test server, reset for this test."
+    "The session's test server, reset for this test: what a test sets on it (a responder, a delay, models) is undone."
     server.reset()
     server.show_delay = 0.0
+    kept = dict(answer_s=server.answer_s, responder=server.responder, default_reply=server.default_reply,
+                models=list(server.models))
     yield server
     server.reset()
+    for k, v in kept.items(): setattr(server, k, v)
 
 
 @pytest.fixture

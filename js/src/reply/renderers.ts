@@ -22,7 +22,7 @@ import { cleanBinding, parseReplyBundle } from '../protocol/parse';
 import { replaceCell, stopReply } from '../channel/stop';
 import { findCell, insertBelow } from './insert';
 import { drawPlaceholder, PLACEHOLDER_CLASS } from './placeholder';
-import { replyMarkdownOptions, replySanitizer } from './sanitizer';
+import { dropRemote, replyMarkdownOptions, replySanitizer } from './sanitizer';
 import { askAgain } from './askagain';
 import { IReplyActions, ReplyView } from './view';
 
@@ -86,7 +86,7 @@ export class ReplyRenderer extends Widget implements IRenderMime.IRenderer {
     this._view.attached();
     if (this._untypeset && this._options.latexTypesetter) {
       this._untypeset = false;
-      void this._options.latexTypesetter.typeset(this.node);
+      void this._typesetSafely(this.node);
     }
   }
 
@@ -104,7 +104,20 @@ export class ReplyRenderer extends Widget implements IRenderMime.IRenderer {
       this._untypeset = true; // done once the output is shown
       return;
     }
-    void Promise.resolve(typesetter.typeset(node)).catch(e => console.warn('boopiter: typesetting failed', e));
+    void this._typesetSafely(node);
+  }
+
+  /**
+   * Typeset `node`, then take away what the typesetter made that points away: math's `\href` becomes an `href` on a
+   * MathML or SVG element, which no sanitizer saw (`dropRemote`, as after every render).
+   */
+  private async _typesetSafely(node: HTMLElement): Promise<void> {
+    try {
+      await this._options.latexTypesetter?.typeset(node);
+    } catch (e) {
+      console.warn('boopiter: typesetting failed', e);
+    }
+    dropRemote(node);
   }
 
   private _renderMarkdown(host: HTMLElement, source: string): Promise<void> {
