@@ -109,7 +109,7 @@ export class ReplyRenderer extends Widget implements IRenderMime.IRenderer {
 
   /**
    * Typeset `node`, then take away what the typesetter made that points away: math's `\href` becomes an `href` on a
-   * MathML or SVG element, which no sanitizer saw (`dropRemote`, as after every render).
+   * MathML or SVG element, which no sanitizer saw (`dropRemote`'s attributes, as after every render).
    */
   private async _typesetSafely(node: HTMLElement): Promise<void> {
     try {
@@ -117,7 +117,7 @@ export class ReplyRenderer extends Widget implements IRenderMime.IRenderer {
     } catch (e) {
       console.warn('boopiter: typesetting failed', e);
     }
-    dropRemote(node);
+    dropRemote(node, false); // its MathML stays, for screen readers; only what points away goes
   }
 
   private _renderMarkdown(host: HTMLElement, source: string): Promise<void> {

@@ -101,10 +101,11 @@ export function isRemote(url: string): boolean {
  * Remove from a rendered block what could fetch from elsewhere than the notebook's server: forbidden elements,
  * `style` and `srcset`, `ping`, and URL attributes that point away (a link's `href` stays: it is only followed on a
  * click). The strict sanitizer leaves nothing of it; this is the second layer. Returns how many it removed.
+ * `elements` false: the attributes only (typeset math keeps its MathML, which screen readers read).
  */
-export function dropRemote(host: HTMLElement): number {
+export function dropRemote(host: HTMLElement, elements = true): number {
   let removed = 0;
-  for (const e of Array.from(host.querySelectorAll(FORBIDDEN))) {
+  for (const e of elements ? Array.from(host.querySelectorAll(FORBIDDEN)) : []) {
     e.remove();
     removed++;
   }

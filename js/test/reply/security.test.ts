@@ -239,3 +239,15 @@ describe('the strict sanitizer', () => {
     expect(d.querySelector('a')!.getAttribute('href')).toBe('https://example.com/');
   });
 });
+
+describe('typeset math', () => {
+  it('keeps its MathML for screen readers and loses only what points away', () => {
+    const d = document.createElement('div');
+    d.innerHTML = '<mjx-container><mjx-assistive-mml><math><mi href="http://evil.example/x">y</mi><mi href="#here">z</mi>' +
+      '</math></mjx-assistive-mml></mjx-container>';
+    expect(dropRemote(d, false)).toBe(1);
+    expect(d.querySelector('math')).not.toBeNull();
+    expect(d.querySelector('mi')!.hasAttribute('href')).toBe(false);
+    expect(d.querySelectorAll('mi')[1].getAttribute('href')).toBe('#here');
+  });
+});
