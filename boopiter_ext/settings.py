@@ -400,20 +400,27 @@ def _endpoint(name, items, where, shared, yours=True)->tuple:
     return Endpoint(name, kind, url, got.get('api_key_env') or '', got.get('shared', shared), where), warnings
 
 
-def _sections(path, prefix, what, limit, plural)->tuple:
-    "([(name, items)] of the `[PREFIX.NAME]` sections of `path`, at most `limit`; warnings)."
+def _declared(path, prefix, what, limit, plural, build)->tuple:
+    """(what `build` made of each `[PREFIX.NAME]` section of `path`, by name, at most `limit`; warnings): a section with
+    a bad name or past the limit is ignored with one line; `build(name, items)` -> (object or None, warnings)."""
     cp = configparser.ConfigParser(default_section='__none__', interpolation=None)
     try: cp.read(path, encoding='utf-8')
-    except (configparser.Error, ValueError) as e: return [], [f'{path}: unreadable ({e.__class__.__name__}); ignored']
-    found, warnings = [], []
+    except (configparser.Error, ValueError) as e: return {}, [f'{path}: unreadable ({e.__class__.__name__}); ignored']
+    found, warnings, seen = {}, [], 0
     for sec in cp.sections():
         if not sec.startswith(prefix): continue
         name = sec[len(prefix):]
         if not ENDPOINT_NAME.fullmatch(name):
             warnings.append(f'{path}: section `[{_shown(sec)}]` ignored: {what} name is a letter or digit, then at '
                             'most 39 letters, digits, `-` or `_`')
-        elif len(found) >= limit: warnings.append(f'{path}: `[{sec}]` ignored: at most {limit} {plural} a file')
-        else: found.append((name, cp.items(sec)))
+            continue
+        if seen >= limit:
+            warnings.append(f'{path}: `[{sec}]` ignored: at most {limit} {plural} a file')
+            continue
+        seen += 1
+        got, w = build(name, cp.items(sec))
+        warnings += w
+        if got is not None: found[name] = got
     return found, warnings
 
 
@@ -423,13 +430,8 @@ def read_endpoints(
     yours:bool=True,     # Whether they may name a key variable (a project's may not)
 )->tuple:                # (endpoints by name, in file order; warnings)
     "The named endpoints `path` declares, each checked whole: one with a bad kind or url is ignored, with one line."
-    sections, warnings = _sections(path, _SECTION, 'an endpoint', MAX_ENDPOINTS, 'endpoints')
-    found = {}
-    for name, items in sections:
-        ep, w = _endpoint(name, items, str(path), shared, yours)
-        warnings += w
-        if ep is not None: found[name] = ep
-    return found, warnings
+    return _declared(path, _SECTION, 'an endpoint', MAX_ENDPOINTS, 'endpoints',
+                     lambda name, items: _endpoint(name, items, str(path), shared, yours))
 
 
 # -- MCP servers: tool sources, each a section of a settings file (tools/mcp.py starts and speaks to them)
@@ -504,13 +506,8 @@ def read_mcp_servers(
     path:Path,  # One of your settings files (yours, or the system's: a project's may not declare servers)
 )->tuple:       # (McpSpec by name, in file order; warnings)
     "The MCP servers `path` declares, each checked whole: one that does not fit is ignored, with one line."
-    sections, warnings = _sections(path, _MCP_SECTION, 'an MCP server', MAX_MCP, 'MCP servers')
-    found = {}
-    for name, items in sections:
-        spec, w = mcp_spec(name, items, str(path))
-        warnings += w
-        if spec is not None: found[name] = spec
-    return found, warnings
+    return _declared(path, _MCP_SECTION, 'an MCP server', MAX_MCP, 'MCP servers',
+                     lambda name, items: mcp_spec(name, items, str(path)))
 
 
 def system_ini(environ=None)->Path|None:
@@ -623,9 +620,10 @@ def _all_mcp(proj, user, system)->tuple:
         specs, w = read_mcp_servers(path)
         found.update(specs)
         warnings += w
-    if proj is not None and (named := _sections(proj, _MCP_SECTION, 'an MCP server', MAX_MCP, 'MCP servers')[0]):
-        warnings.append(f'{proj}: `[{_MCP_SECTION}{named[0][0]}]` ignored: a project may not declare MCP servers (they run '
-                        f'programs); declare it in your own settings ({user}), or run `add_mcp_server(...)`')
+    if proj is not None and (named := _declared(proj, _MCP_SECTION, 'an MCP server', MAX_MCP, 'MCP servers',
+                                                lambda name, items: (name, []))[0]):
+        warnings.append(f'{proj}: `[{_MCP_SECTION}{next(iter(named))}]` ignored: a project may not declare MCP servers '
+                        f'(they run programs); declare it in your own settings ({user}), or run `add_mcp_server(...)`')
     return found, warnings
 
 

@@ -76,7 +76,7 @@ class McpServer:
     def tools(self)->list:
         "The server's tools (dicts as it lists them), starting it if it is not running; McpError if it cannot be."
         with self._lock:
-            if self._client is not None and self._client.alive(): return self._tools
+            if self.running(): return self._tools
             when, why = self._failed
             if time.monotonic() - when < RETRY_S: raise McpError(why)
             self.close()

@@ -22,9 +22,8 @@ from pathlib import Path
 from ..context.build import HIDE_TAG, Hidden, cell_tags
 from ..context.nbfile import json_value, load_json
 from ..context.paths import confine
-from .guards import INTENT_ATTR
 from .kernel import _mark
-from .notebook import EDIT_INTENT
+from .notebook import EDIT_INTENT, _changes   # the notebook tools' mark: the same words ask for a change
 
 NB_EDIT_INTENT = EDIT_INTENT   # the user's own words must ask for a change: add, insert, edit, fix, replace, ...
 _MAX_BYTES = 5_000_000         # a bigger notebook is refused unread, and never written
@@ -46,12 +45,6 @@ for i, src in enumerate(a['sources']):
     if len(hits) > a['max']: break
 sys.stdout.write(json.dumps(hits[:a['max'] + 1]))
 '''
-
-
-def _changes(fn):
-    "Mark `fn` as a tool with side effects (`guards.check_call`): it runs only when the user's words ask for a change."
-    setattr(fn, INTENT_ATTR, NB_EDIT_INTENT)
-    return fn
 
 
 def _src(c)->str:

@@ -234,11 +234,7 @@ export class BoopChannel extends KernelLink {
     if (!this.connected) {
       return Promise.reject(new Error('boopiter is not loaded in this kernel: load it from the brain menu first'));
     }
-    this.sendCells();
-    const id = requestId();
-    const answer = this._previews.wait(id);
-    this._send({ type: 'preview', id, source });
-    return answer;
+    return this._ask(this._previews, id => ({ type: 'preview', id, source }));
   }
 
   /**
@@ -250,11 +246,7 @@ export class BoopChannel extends KernelLink {
     if (!this.connected) {
       return Promise.resolve({ text: '', reason: 'boopiter is not loaded in this kernel' });
     }
-    this.sendCells(); // a cell just hidden is hidden for this completion already
-    const id = requestId();
-    const answer = this._completions.wait(id);
-    this._send({ type: 'complete', id, cell_id: cellId, prefix, suffix });
-    return answer;
+    return this._ask(this._completions, id => ({ type: 'complete', id, cell_id: cellId, prefix, suffix }));
   }
 
   /**
@@ -272,10 +264,18 @@ export class BoopChannel extends KernelLink {
     if (!this.connected) {
       return Promise.reject(new Error('boopiter is not loaded in this kernel: load it from the brain menu first'));
     }
+    return this._ask(this._rewrites, id => ({ type: 'rewrite', id, cell_id: cellId, instruction, source }));
+  }
+
+  /**
+   * A request the kernel answers with the same id (`pending` waits for it). The notebook as shown goes first, on the
+   * same comm (so the same subshell, in order): a cell just edited or hidden is as the user sees it.
+   */
+  private _ask<T>(pending: PendingRequests<T>, request: (id: string) => FrontendMessage): Promise<T> {
     this.sendCells();
     const id = requestId();
-    const answer = this._rewrites.wait(id);
-    this._send({ type: 'rewrite', id, cell_id: cellId, instruction, source });
+    const answer = pending.wait(id);
+    this._send(request(id));
     return answer;
   }
 
